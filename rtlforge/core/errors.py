@@ -1,0 +1,48 @@
+"""Typed errors. Callers branch on the class, never on message text."""
+
+from __future__ import annotations
+
+
+class RtlforgeError(Exception):
+    """Base of every error rtlforge raises on purpose."""
+
+
+class SecurityViolation(RtlforgeError):
+    """Untrusted Verilog asked for something a sandboxed design may not do.
+
+    Raised before any tool reads the file, and carries the offending construct and line so the
+    refusal can be shown to a person or fed back to a refinement agent.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 construct: str | None = None, source_line: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.construct = construct
+        self.source_line = source_line
+
+
+class ToolMissingError(RtlforgeError):
+    """An external tool is not installed; the message says how to install it."""
+
+    def __init__(self, tool: str, hint: str) -> None:
+        super().__init__(f"required tool {tool!r} was not found on PATH. {hint}")
+        self.tool = tool
+        self.hint = hint
+
+
+class SandboxError(RtlforgeError):
+    """The sandbox itself failed (could not create a directory, spawn a process, ...)."""
+
+
+class TaskFormatError(RtlforgeError):
+    """A task directory or task file is malformed."""
+
+
+class PluginError(RtlforgeError):
+    """A plugin could not be loaded, or a requested plugin is unknown."""
+
+
+class ExtractionError(RtlforgeError):
+    """No Verilog could be extracted from a model's text."""

@@ -1,0 +1,255 @@
+"""The six plugin interfaces of the core.
+
+Each is an ABC with a class-level ``name``; plugins register the class (or a factory returning an
+instance) through the hooks in :mod:`rtlforge.core.hookspecs`. Interfaces are batch-first where a
+batch is the natural unit (generation, rewards, PPA in RL loops), and every method that touches an
+external tool reports infrastructure failures distinctly from verdicts about the design.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rtlforge.core.models import Candidate, StageResult, Task, ToolInfo
+
+if TYPE_CHECKING:
+    from rtlforge.core.runner import SandboxRunner
+
+
+# --------------------------------------------------------------------------------------------
+# Validator
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ValidationContext:
+    """What one validation stage sees.
+
+    ``workdir`` is a private run directory that already holds the candidate's files, the task's
+    testbench and support files, all security-checked. Every tool must run through ``runner``.
+    """
+
+    task: Task
+    candidate: Candidate
+    workdir: Path
+    runner: SandboxRunner
+    timeout: float = 60.0
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def top(self) -> str:
+        return self.candidate.top or self.task.top
+
+    @property
+    def design_files(self) -> list[str]:
+        return [f.name for f in self.candidate.files]
+
+    @property
+    def testbench_files(self) -> list[str]:
+        return [f.name for f in self.task.testbench]
+
+
+class Validator(ABC):
+    """One stage of the validation pipeline (lint, simulate, synthesise, ...).
+
+    ``stage`` orders validators inside a pipeline; ``needs_testbench`` lets the pipeline skip a
+    stage for tasks without one instead of failing the design.
+    """
+
+    name: ClassVar[str]
+    stage: ClassVar[str] = "custom"
+    needs_testbench: ClassVar[bool] = False
+
+    def tool_names(self) -> Sequence[str]:
+        """External executables this validator runs (for version pinning and cache keys)."""
+        return ()
+
+    def cache_key(self) -> dict[str, Any]:
+        """Everything about this validator's configuration that can change its result."""
+        return {"name": self.name}
+
+    @abstractmethod
+    def validate(self, ctx: ValidationContext) -> StageResult:
+        """Run the stage. Raise nothing for design problems: return a StageResult saying so."""
+
+
+# --------------------------------------------------------------------------------------------
+# Generator
+# --------------------------------------------------------------------------------------------
+
+
+class SamplingParams(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n: int = Field(1, ge=1)
+    temperature: float = Field(0.8, ge=0.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    max_tokens: int = Field(2048, ge=1)
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+
+class GenerationRequest(BaseModel):
+    """A prompt to sample from; ``task`` is kept so generators that need structure can use it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: str
+    system: str | None = None
+    task: Task | None = None
+    request_id: str | None = None
+
+
+class Generation(BaseModel):
+    """One sample: the raw text plus accounting. Extraction into a Candidate is separate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    generator: str
+    candidate: Candidate | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    finish_reason: str | None = None
+
+
+class Generator(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def generate(
+        self, requests: Sequence[GenerationRequest], params: SamplingParams
+    ) -> list[list[Generation]]:
+        """Return ``params.n`` generations per request, in request order.
+
+        A generator may return fewer (a symbolic solver declines); infrastructure failures raise
+        a typed error rather than returning empty text.
+        """
+
+
+# --------------------------------------------------------------------------------------------
+# PPA
+# --------------------------------------------------------------------------------------------
+
+
+class PPAResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    area_um2: float
+    delay_ns: float
+    power_mw: float
+    cells: int
+    liberty: str
+    tools: tuple[ToolInfo, ...] = ()
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class PPAEstimator(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def estimate(self, candidate: Candidate, top: str, runner: SandboxRunner) -> PPAResult:
+        """Measure one design that already passed validation."""
+
+    def estimate_many(
+        self, candidates: Sequence[Candidate], top: str, runner: SandboxRunner
+    ) -> list[PPAResult | Exception]:
+        """Batch form; errors are returned in place so one bad design does not sink the batch."""
+        out: list[PPAResult | Exception] = []
+        for cand in candidates:
+            try:
+                out.append(self.estimate(cand, top, runner))
+            except Exception as exc:  # noqa: BLE001 - returned to the caller, typed
+                out.append(exc)
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Reward
+# --------------------------------------------------------------------------------------------
+
+
+class Reward(ABC):
+    """Batch-first reward: ``None`` means abstain (infrastructure failure), never a zero score."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def score(
+        self, prompts: Sequence[str], completions: Sequence[str], **columns: Sequence[Any]
+    ) -> list[float | None]:
+        """One float (or None) per completion; ``columns`` are per-sample dataset columns."""
+
+
+# --------------------------------------------------------------------------------------------
+# Archive
+# --------------------------------------------------------------------------------------------
+
+
+class ArchiveEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    candidate: Candidate
+    objectives: tuple[float, ...] | None = None  # maximised; None for failed candidates
+    verdict: str
+    record: dict[str, Any] = Field(default_factory=dict)
+
+
+class Archive(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def add(self, entries: Iterable[ArchiveEntry]) -> None:
+        """Persist entries durably before returning."""
+
+    @abstractmethod
+    def entries(self, task_id: str | None = None) -> Iterator[ArchiveEntry]:
+        ...
+
+    @abstractmethod
+    def front(self, task_id: str) -> list[ArchiveEntry]:
+        """The non-dominated entries of one task."""
+
+
+# --------------------------------------------------------------------------------------------
+# Trainer
+# --------------------------------------------------------------------------------------------
+
+
+class Trainer(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def train(self) -> dict[str, Any]:
+        ...
+
+    @abstractmethod
+    def evaluate(self) -> dict[str, Any]:
+        ...
+
+    @abstractmethod
+    def save(self, path: Path) -> None:
+        ...
+
+    @abstractmethod
+    def resume(self, path: Path) -> None:
+        ...
+
+
+#: Plugin kinds, keyed by the name used in hooks, the CLI and ``PluginHost.get``.
+PLUGIN_KINDS: dict[str, type] = {
+    "validator": Validator,
+    "generator": Generator,
+    "ppa_estimator": PPAEstimator,
+    "reward": Reward,
+    "archive": Archive,
+    "trainer": Trainer,
+}

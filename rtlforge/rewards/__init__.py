@@ -1,0 +1,1 @@
+"""Reward plugins (see issue: PPA, HVC and AST rewards)."""

@@ -1,0 +1,1 @@
+"""Trainer plugins (see issue: GRPO, PPO, SFT)."""
