@@ -74,6 +74,10 @@ class Validator(ABC):
         """Everything about this validator's configuration that can change its result."""
         return {"name": self.name}
 
+    def applies(self, task: Task) -> bool:
+        """Whether this stage has anything to check for ``task`` (else the pipeline skips it)."""
+        return not self.needs_testbench or bool(task.testbench)
+
     @abstractmethod
     def validate(self, ctx: ValidationContext) -> StageResult:
         """Run the stage. Raise nothing for design problems: return a StageResult saying so."""
