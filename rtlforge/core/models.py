@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -23,7 +23,7 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """Outcome of validation. ``infra_error`` and ``timeout`` are never scored as a wrong design."""
 
     PASS = "pass"

@@ -268,7 +268,7 @@ class Pipeline:
             message, category = str(exc), "tool_missing"
         except SandboxError as exc:
             message, category = str(exc), "sandbox"
-        except Exception as exc:  # noqa: BLE001 - a validator bug is infrastructure, not a verdict
+        except Exception as exc:  # a validator bug is infrastructure, not a verdict
             log.exception("validator_crashed", validator=validator.name)
             message, category = f"validator {validator.name!r} crashed: {exc!r}", "internal_error"
         return StageResult(

