@@ -205,8 +205,8 @@ class Pipeline:
             stages.append(_infra_stage("sandbox", str(exc)))
         if len(stages) == 1:
             stages.append(_infra_stage(
-                "pipeline", f"no validator applies to task {task.id!r} "
-                "(a simulation stage needs a testbench)"))
+                "pipeline", f"no validator in this pipeline applies to task {task.id!r} "
+                "(simulation needs a testbench; a port check needs declared ports)"))
         return stages
 
     @staticmethod

@@ -50,10 +50,9 @@ class Registration:
 
 
 def _env_list(var: str) -> set[str] | None:
-    raw = os.environ.get(var)
-    if raw is None:
-        return None
-    return {part.strip() for part in raw.split(",") if part.strip()}
+    """A comma-separated list from the environment; unset or blank means "no restriction"."""
+    names = {part.strip() for part in os.environ.get(var, "").split(",") if part.strip()}
+    return names or None
 
 
 class PluginHost:
@@ -73,7 +72,8 @@ class PluginHost:
         if block is None:
             block = _env_list("RTLFORGE_PLUGINS_BLOCK") or set()
         self.block = set(block)
-        self.failures: dict[str, str] = {}
+        self._failures: dict[str, str] = {}
+        self.clashes: list[str] = []
         self._info: dict[str, PluginInfo] = {}
         self._registry: dict[str, dict[str, Registration]] | None = None
         if load_entrypoints:
@@ -92,6 +92,9 @@ class PluginHost:
         for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
             if not self._wanted(ep.name):
                 log.debug("plugin_skipped", plugin=ep.name, reason="allow/block list")
+                continue
+            if ep.name in self._info:
+                self._clash(ep.name, getattr(ep, "value", "?"))
                 continue
             dist = getattr(ep, "dist", None)
             info = PluginInfo(
@@ -114,6 +117,9 @@ class PluginHost:
         """
         if not self._wanted(name):
             return False
+        if _info is None and name in self._info:
+            self._clash(name, repr(plugin))
+            return False
         self._info.setdefault(name, _info or PluginInfo(name=name))
         try:
             self.pm.register(plugin, name=name)
@@ -127,48 +133,67 @@ class PluginHost:
         log.debug("plugin_loaded", plugin=name)
         return True
 
+    def _clash(self, name: str, what: str) -> None:
+        """A second plugin under a taken name is refused; the first keeps working."""
+        message = f"plugin name {name!r} is already taken; {what} was not loaded"
+        self.clashes.append(message)
+        log.warning("plugin_name_clash", plugin=name, ignored=what)
+
     def _fail(self, name: str, message: str) -> None:
-        self.failures[name] = message
+        self._failures[name] = message
         self._info.setdefault(name, PluginInfo(name=name)).error = message
         log.warning("plugin_failed", plugin=name, error=message)
 
     # ---------------------------------------------------------------- registry
 
-    def _build_registry(self) -> dict[str, dict[str, Registration]]:
-        registry: dict[str, dict[str, Registration]] = {kind: {} for kind in PLUGIN_KINDS}
+    def _collect(self, plugin_name: str) -> list[Registration]:
+        """Everything one plugin registers, or an exception: a plugin counts whole or not at all."""
+        collected: list[Registration] = []
         for hook_name, kind in hookspecs.REGISTER_HOOKS.items():
-            caller = getattr(self.pm.hook, hook_name)
-            for impl in caller.get_hookimpls():
-                plugin_name = impl.plugin_name
-                if plugin_name in self.failures:
-                    continue
-                collected: list[Registration] = []
+            impls = getattr(self.pm.hook, hook_name).get_hookimpls()
+            for impl in (i for i in impls if i.plugin_name == plugin_name):
 
                 def register(factory: Any, *, name: str | None = None,
-                             _kind: str = kind, _plugin: str = plugin_name,
-                             _out: list[Registration] = collected) -> None:
+                             _kind: str = kind) -> None:
                     reg_name = name or getattr(factory, "name", None)
                     if not isinstance(reg_name, str) or not reg_name:
                         raise PluginError(f"{_kind} {factory!r} has no 'name'")
                     base = PLUGIN_KINDS[_kind]
                     if isinstance(factory, type) and not issubclass(factory, base):
                         raise PluginError(f"{factory!r} does not implement {base.__name__}")
-                    _out.append(Registration(_kind, reg_name, factory, _plugin))
+                    collected.append(Registration(_kind, reg_name, factory, plugin_name))
 
                 try:
                     impl.function(register=register)
-                except Exception as exc:  # noqa: BLE001 - isolate each plugin
-                    self._fail(plugin_name, f"{hook_name} raised {type(exc).__name__}: {exc}")
+                except Exception as exc:  # isolate each plugin: re-raised typed
+                    raise PluginError(f"{hook_name} raised {type(exc).__name__}: {exc}") from exc
+        return collected
+
+    def _build_registry(self) -> dict[str, dict[str, Registration]]:
+        registry: dict[str, dict[str, Registration]] = {kind: {} for kind in PLUGIN_KINDS}
+        for plugin_name, _plugin in self.pm.list_name_plugin():
+            if plugin_name is None or plugin_name in self._failures:
+                continue
+            try:
+                regs = self._collect(plugin_name)
+            except PluginError as exc:
+                self._fail(plugin_name, str(exc))
+                continue
+            for reg in regs:
+                existing = registry[reg.kind].get(reg.name)
+                if existing is not None and existing.plugin != reg.plugin:
+                    log.warning("plugin_name_clash", kind=reg.kind, name=reg.name,
+                                kept=existing.plugin, ignored=reg.plugin)
                     continue
-                for reg in collected:
-                    existing = registry[kind].get(reg.name)
-                    if existing is not None and existing.plugin != reg.plugin:
-                        log.warning("plugin_name_clash", kind=kind, name=reg.name,
-                                    kept=existing.plugin, ignored=reg.plugin)
-                        continue
-                    registry[kind][reg.name] = reg
-                    self._info[plugin_name].registers.setdefault(kind, []).append(reg.name)
+                registry[reg.kind][reg.name] = reg
+                self._info[plugin_name].registers.setdefault(reg.kind, []).append(reg.name)
         return registry
+
+    @property
+    def failures(self) -> dict[str, str]:
+        """Plugins that failed to import, validate or register (name -> reason)."""
+        self.registry  # noqa: B018 - registration errors surface when the registry is built
+        return dict(self._failures)
 
     @property
     def registry(self) -> dict[str, dict[str, Registration]]:
