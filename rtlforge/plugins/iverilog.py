@@ -1,0 +1,298 @@
+"""Icarus Verilog validators: ``iverilog-lint`` (compile the design) and ``iverilog-sim``.
+
+This module also holds the helpers the other simulator plugins share (log clipping, testbench
+top inference, turning a simulation run into a verdict), so that Icarus, Verilator and cocotb
+judge a run the same way.
+
+Icarus 11 prints ``sorry:`` for constructs it cannot handle and sometimes still exits 0; such a
+design would then simulate something other than what was written, so it is an ``error``. Some
+of those messages say Icarus degraded harmlessly (it ignores the ``unique`` qualifier, or makes
+an ``always_comb`` sensitive to a whole vector instead of one bit); the feedback parser keeps
+them as warnings, and ``strict_sorry=True`` makes them errors too.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from rtlforge.core.feedback import is_benign_sorry, make_feedback, parse_iverilog
+from rtlforge.core.hookspecs import Register, hookimpl
+from rtlforge.core.interfaces import ValidationContext, Validator
+from rtlforge.core.models import Feedback, StageResult, ToolInfo, Verdict
+from rtlforge.core.runner import ToolRun
+from rtlforge.core.verdicts import judge, marker
+
+#: Files handed to a compiler; headers (.vh/.svh) are only ever `include'd.
+COMPILED_SUFFIXES = (".v", ".sv")
+#: StageResult.log is for people; the full output is in the run bundle.
+LOG_LIMIT = 4096
+#: Compiler warnings attached to a simulation result (they often explain a mismatch).
+MAX_COMPILE_WARNINGS = 10
+#: Names we pass to a tool or splice into a Yosys script: plain identifiers only.
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+#: Module names that read as a testbench, used when several modules could be the top.
+_TB_NAME = re.compile(r"(^tb|tb$|_tb_|test|bench)", re.IGNORECASE)
+_ROOT_MISSING = re.compile(r'Unable to find the root module "?([^"\s]+)"?', re.IGNORECASE)
+
+
+# ------------------------------------------------------------------------------ shared helpers
+
+
+def compiled_sources(names: Iterable[str]) -> list[str]:
+    """The names a compiler should read, in order (headers and data files dropped)."""
+    return [n for n in names if n.lower().endswith(COMPILED_SUFFIXES)]
+
+
+def clip_log(text: str, limit: int = LOG_LIMIT) -> str:
+    """Head and tail of a tool log: the first error and the final summary both matter."""
+    if len(text) <= limit:
+        return text
+    note = f"\n... [{len(text) - limit} characters cut] ...\n"
+    keep = limit - len(note)
+    head = keep // 2
+    return text[:head] + note + text[len(text) - (keep - head):]
+
+
+def source_texts(ctx: ValidationContext) -> dict[str, str]:
+    """File name -> original text, for source context in feedback.
+
+    Taken from the task and candidate, not the run directory: the instrumented testbench there
+    carries the run's nonce, which must never reach feedback shown to the design's author.
+    """
+    files = {f.name: f.content for f in (*ctx.task.support, *ctx.task.testbench)}
+    files.update({f.name: f.content for f in ctx.candidate.files})
+    return files
+
+
+def task_sources(ctx: ValidationContext) -> list[str]:
+    """Support files, then the testbench: both precede the design on a compile line."""
+    return compiled_sources([f.name for f in (*ctx.task.support, *ctx.task.testbench)])
+
+
+def scrub(text: str, ctx: ValidationContext) -> str:
+    """Simulator output without the run's nonce marker, clipped for StageResult.log."""
+    nonce = ctx.options.get("nonce")
+    if nonce:
+        text = text.replace(marker(nonce), "")
+    return clip_log(text)
+
+
+def tools_of(*runs: ToolRun | None) -> tuple[ToolInfo, ...]:
+    seen: dict[str, ToolInfo] = {}
+    for run in runs:
+        if run is not None and run.tool is not None:
+            seen.setdefault(run.tool.name, run.tool)
+    return tuple(seen.values())
+
+
+def bad_identifier(name: str, what: str, *, stage: str) -> Feedback | None:
+    """Feedback when ``name`` is not a plain identifier (it would be spliced into tool input)."""
+    if _IDENTIFIER.match(name):
+        return None
+    return make_feedback("missing_module", f"{what} {name!r} is not a plain Verilog identifier",
+                         stage=stage, files={})
+
+
+def attribute_to_task(feedback: Sequence[Feedback], task_files: set[str]) -> list[Feedback]:
+    """Errors located in the testbench usually mean the design's interface is wrong: say so."""
+    out = []
+    for fb in feedback:
+        if fb.severity == "error" and fb.file in task_files:
+            note = (f"Reported in the task's file {fb.file}, which you cannot change: check the "
+                    "module name, port names and port widths your design exposes.")
+            fb = fb.model_copy(update={"hint": f"{note} {fb.hint or ''}".strip()})
+        out.append(fb)
+    return out
+
+
+def timeout_feedback(what: str, seconds: float, *, stage: str) -> Feedback:
+    return make_feedback(
+        "timeout", f"{what} did not finish within {seconds:g} s (killed); a simulation that "
+        "never reaches $finish, or an infinite zero-delay loop, looks like this",
+        stage=stage, files={})
+
+
+def flood_feedback(what: str, run: ToolRun, *, stage: str) -> Feedback:
+    cut = len(run.stdout) + len(run.stderr)
+    return make_feedback(
+        "output_flood", f"{what} printed more than {cut} bytes and was stopped", stage=stage,
+        files={})
+
+
+def simulation_verdict(
+    run: ToolRun, ctx: ValidationContext, *, stage: str, files: Mapping[str, str], what: str,
+) -> tuple[Verdict, list[Feedback]]:
+    """Verdict of one simulator run: timeout and flood first, then the testbench's own words."""
+    if run.timed_out:
+        return Verdict.TIMEOUT, [timeout_feedback(what, ctx.timeout, stage=stage)]
+    if run.output_overflow:
+        return Verdict.FAIL, [flood_feedback(what, run, stage=stage)]
+    judgement = judge(run.output, ctx.task.pass_rule, nonce=ctx.options.get("nonce"),
+                      stage=stage, files=files)
+    feedback = list(judgement.feedback)
+    if judgement.verdict is not Verdict.PASS and run.signal is not None:
+        feedback.append(make_feedback(
+            "other", f"{what} was killed by signal {run.signal} (a resource limit or a crash)",
+            stage=stage, files=files))
+    return judgement.verdict, feedback
+
+
+def infer_testbench_top(ctx: ValidationContext) -> str | None:
+    """The testbench module nobody instantiates, or None when that is ambiguous.
+
+    Only the testbench files are parsed, so design modules (and any stray test module a model
+    added to its design) never compete. pyslang tolerates the undefined design modules.
+    """
+    if ctx.task.testbench_top:
+        return ctx.task.testbench_top
+    try:
+        from pyslang import ast, syntax  # local: parsing is only needed here
+    except ImportError:
+        return None
+    tb_files = compiled_sources(ctx.testbench_files)
+    try:
+        compilation = ast.Compilation()
+        for name in tb_files:
+            text = (ctx.workdir / name).read_text(errors="replace")
+            compilation.addSyntaxTree(syntax.SyntaxTree.fromText(text, name))
+        tops = [inst.name for inst in compilation.getRoot().topInstances]
+    except Exception:  # noqa: BLE001 - inference is best effort; the simulator decides then
+        return None
+    if len(tops) > 1:
+        tops = [t for t in tops if _TB_NAME.search(t)]
+    return tops[0] if len(tops) == 1 else None
+
+
+def icarus_compile_verdict(
+    run: ToolRun, *, stage: str, files: Mapping[str, str], strict_sorry: bool, timeout: float,
+) -> tuple[Verdict, list[Feedback]]:
+    """Verdict of an ``iverilog`` compile: PASS, ERROR (with findings) or TIMEOUT."""
+    if run.timed_out:
+        return Verdict.TIMEOUT, [timeout_feedback("iverilog", timeout, stage=stage)]
+    if run.output_overflow:
+        return Verdict.ERROR, [flood_feedback("iverilog", run, stage=stage)]
+    feedback = []
+    for fb in parse_iverilog(run.output, stage=stage, files=files):
+        if strict_sorry and fb.category == "unsupported" and is_benign_sorry(fb.message):
+            fb = fb.model_copy(update={"severity": "error"})
+        missing = _ROOT_MISSING.search(fb.message)
+        if missing:
+            fb = make_feedback("missing_module",
+                               f"top module {missing.group(1)!r} is not defined: {fb.message}",
+                               stage=stage, files=files)
+        feedback.append(fb)
+    failed = run.returncode != 0 or any(fb.severity == "error" for fb in feedback)
+    if run.returncode != 0 and not any(fb.severity == "error" for fb in feedback):
+        crashed = run.signal is not None or (run.returncode or 0) >= 128
+        tail = " | ".join(run.output.strip().splitlines()[-3:])
+        category = "unsupported" if crashed else "elaboration"
+        message = (f"iverilog crashed (exit {run.returncode}) on this design: {tail}" if crashed
+                   else f"iverilog failed (exit {run.returncode}): {tail}")
+        feedback.append(make_feedback(category, message, stage=stage, files=files))
+    return (Verdict.ERROR if failed else Verdict.PASS), feedback
+
+
+def icarus_flags(warnings: Sequence[str]) -> list[str]:
+    return ["-g2012", *(f"-W{w}" for w in warnings)]
+
+
+# ------------------------------------------------------------------------------ validators
+
+
+@dataclass(frozen=True)
+class IverilogLint(Validator):
+    """Compile the design alone with Icarus: catches syntax, undeclared names, missing modules."""
+
+    name: ClassVar[str] = "iverilog-lint"
+    stage: ClassVar[str] = "lint"
+
+    warnings: tuple[str, ...] = ("implicit", "portbind")
+    strict_sorry: bool = False
+    iverilog: str = "iverilog"
+
+    def tool_names(self) -> Sequence[str]:
+        return (self.iverilog,)
+
+    def cache_key(self) -> dict[str, Any]:
+        return {"name": self.name, **asdict(self)}
+
+    def validate(self, ctx: ValidationContext) -> StageResult:
+        start = time.perf_counter()
+        files = source_texts(ctx)
+        bad = bad_identifier(ctx.top, "top module", stage=self.name)
+        if bad is not None:
+            return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(bad,))
+        argv = [self.iverilog, *icarus_flags(self.warnings), "-s", ctx.top,
+                "-o", ".rtlforge-lint.vvp", *compiled_sources(ctx.design_files)]
+        run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+        verdict, feedback = icarus_compile_verdict(
+            run, stage=self.name, files=files, strict_sorry=self.strict_sorry,
+            timeout=ctx.timeout)
+        return StageResult(
+            name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
+            feedback=tuple(feedback), tools=tools_of(run), log=clip_log(run.output),
+            metrics={"errors": sum(f.severity == "error" for f in feedback),
+                     "warnings": sum(f.severity == "warning" for f in feedback)},
+        )
+
+
+@dataclass(frozen=True)
+class IverilogSim(Validator):
+    """Compile testbench + design with Icarus, run ``vvp`` and read the testbench's verdict."""
+
+    name: ClassVar[str] = "iverilog-sim"
+    stage: ClassVar[str] = "simulate"
+    needs_testbench: ClassVar[bool] = True
+
+    warnings: tuple[str, ...] = ("implicit", "portbind")
+    strict_sorry: bool = False
+    iverilog: str = "iverilog"
+    vvp: str = "vvp"
+
+    def tool_names(self) -> Sequence[str]:
+        return (self.iverilog, self.vvp)
+
+    def cache_key(self) -> dict[str, Any]:
+        return {"name": self.name, **asdict(self)}
+
+    def validate(self, ctx: ValidationContext) -> StageResult:
+        start = time.perf_counter()
+        files = source_texts(ctx)
+        task_files = {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
+        top = infer_testbench_top(ctx)
+        argv = [self.iverilog, *icarus_flags(self.warnings), *(["-s", top] if top else []),
+                "-o", ".rtlforge-sim.vvp", *task_sources(ctx),
+                *compiled_sources(ctx.design_files)]
+        build = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+        verdict, compile_feedback = icarus_compile_verdict(
+            build, stage=self.name, files=files, strict_sorry=self.strict_sorry,
+            timeout=ctx.timeout)
+        compile_feedback = attribute_to_task(compile_feedback, task_files)
+        metrics: dict[str, Any] = {"compile_s": round(build.seconds, 4)}
+        if verdict is not Verdict.PASS:
+            return StageResult(
+                name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
+                feedback=tuple(compile_feedback), tools=tools_of(build),
+                log=clip_log(build.output), metrics=metrics,
+            )
+        sim = ctx.runner.run([self.vvp, "-n", ".rtlforge-sim.vvp"], cwd=ctx.workdir,
+                             timeout=ctx.timeout)
+        metrics["sim_s"] = round(sim.seconds, 4)
+        verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,
+                                               what="the simulation (vvp)")
+        warnings = [f for f in compile_feedback if f.severity == "warning"]
+        return StageResult(
+            name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
+            feedback=(*feedback, *warnings[:MAX_COMPILE_WARNINGS]), tools=tools_of(build, sim),
+            log=scrub(sim.output, ctx), metrics=metrics,
+        )
+
+
+@hookimpl
+def register_validators(register: Register) -> None:
+    register(IverilogLint)
+    register(IverilogSim)
