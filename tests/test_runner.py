@@ -16,13 +16,19 @@ def runner() -> SandboxRunner:
     return SandboxRunner(Limits(timeout_s=10))
 
 
-def test_runs_tool_in_its_directory_and_records_version(runner: SandboxRunner) -> None:
+def test_runs_tool_in_its_directory_and_records_it(runner: SandboxRunner) -> None:
     with runner.workspace() as wd:
         (wd / "hello.txt").write_text("hi")
         run = runner.run(["cat", "hello.txt"], cwd=wd)
     assert run.ok and run.stdout == "hi"
-    assert run.tool is not None and run.tool.name == "cat" and run.tool.version
+    assert run.tool is not None and run.tool.name == "cat" and run.tool.path
     assert not wd.exists(), "workspace must be removed afterwards"
+
+
+@pytest.mark.tools
+def test_known_tools_record_their_version() -> None:
+    assert "Icarus Verilog" in (find_tool("iverilog").version or "")
+    assert "Yosys" in (find_tool("yosys").version or "")
 
 
 def test_timeout_kills_the_whole_process_group(runner: SandboxRunner, tmp_path: Path) -> None:
@@ -103,3 +109,13 @@ def test_nonzero_exit_is_reported_not_raised(runner: SandboxRunner) -> None:
     with runner.workspace() as wd:
         run = runner.run(["sh", "-c", "echo oops >&2; exit 3"], cwd=wd)
     assert run.returncode == 3 and "oops" in run.stderr and not run.ok
+
+
+def test_unknown_executables_are_never_probed_outside_the_sandbox(tmp_path: Path) -> None:
+    """Asking an arbitrary binary for --version would run it unsandboxed."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "not-a-known-tool"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    info = find_tool(str(script))
+    assert info.version is None and not marker.exists()

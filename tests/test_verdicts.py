@@ -315,3 +315,10 @@ def test_rtllm_goldens_pass_under_icarus() -> None:
         for name, r in results.items() if name in non_pass}
     assert sum(r.verdict is Verdict.PASS for r in results.values()) == 46
     assert results["asyn_fifo"].feedback[0].category == "unsupported"
+
+
+def test_plain_all_tests_passed_lines() -> None:
+    assert judge(tb("ALL TESTS PASSED"), AUTO, nonce=NONCE).verdict is Verdict.PASS
+    assert judge(tb("Test passed."), AUTO, nonce=NONCE).verdict is Verdict.PASS
+    mixed = tb("test 3 failed: got 1", "ALL TESTS PASSED")
+    assert judge(mixed, AUTO, nonce=NONCE).verdict is Verdict.FAIL

@@ -50,11 +50,18 @@ INSTALL_HINTS: dict[str, str] = {
     "g++": "Install a C++ compiler: `apt-get install g++`.",
 }
 
+#: Tools we ask for a version (recorded in results and cache keys), with the flag to use.
 _VERSION_ARGS: dict[str, tuple[str, ...]] = {
     "iverilog": ("-V",),
     "vvp": ("-V",),
     "yosys": ("-V",),
+    "yosys-abc": ("-h",),
     "verilator": ("--version",),
+    "sta": ("-version",),
+    "python": ("--version",),
+    "python3": ("--version",),
+    "g++": ("--version",),
+    "make": ("--version",),
 }
 
 #: Environment variables passed through to tools (everything else is dropped).
@@ -105,7 +112,12 @@ _tool_lock = threading.Lock()
 
 
 def find_tool(name: str) -> ToolInfo:
-    """Locate an executable and its version (cached per process); raise if missing."""
+    """Locate an executable and its version (cached per process); raise if missing.
+
+    Only tools listed in ``_VERSION_ARGS`` are asked for a version: running anything else
+    outside the sandbox could execute an untrusted, freshly built simulation binary. Paths
+    (``./obj_dir/Vtb``) are resolved but not cached, so run directories do not pile up here.
+    """
     with _tool_lock:
         cached = _tool_cache.get(name)
     if cached is not None:
@@ -115,17 +127,19 @@ def find_tool(name: str) -> ToolInfo:
         hint = INSTALL_HINTS.get(name, f"Install {name!r} and put it on PATH.")
         raise ToolMissingError(name, hint)
     version = None
-    args = _VERSION_ARGS.get(name, ("--version",))
-    try:
-        proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=10,
-                              stdin=subprocess.DEVNULL, check=False)
-        text = (proc.stdout or proc.stderr).strip()
-        version = text.splitlines()[0][:200] if text else None
-    except (OSError, subprocess.TimeoutExpired):
-        version = None
+    args = _VERSION_ARGS.get(os.path.basename(name))
+    if args is not None:
+        try:
+            proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=10,
+                                  stdin=subprocess.DEVNULL, check=False)
+            text = (proc.stdout or proc.stderr).strip()
+            version = text.splitlines()[0][:200] if text else None
+        except (OSError, subprocess.TimeoutExpired):
+            version = None
     info = ToolInfo(name=name, version=version, path=path)
-    with _tool_lock:
-        _tool_cache[name] = info
+    if os.sep not in name:
+        with _tool_lock:
+            _tool_cache[name] = info
     return info
 
 
@@ -145,7 +159,7 @@ def network_isolation_prefix() -> list[str]:
     global _isolation_prefix
     with _isolation_lock:
         if _isolation_prefix is None:
-            unshare = shutil.which("unshare")
+            unshare = shutil.which("unshare") or shutil.which("unshare", path="/usr/bin:/bin")
             prefix: list[str] = []
             if unshare:
                 for candidate in ([unshare, "-n"], [unshare, "-rn"]):

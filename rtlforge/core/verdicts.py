@@ -107,7 +107,8 @@ class Judgement:
 _MISMATCHES = re.compile(r"\bMismatches:\s*(\d+)\s+in\s+(\d+)\s+samples\b", re.IGNORECASE)
 #: VerilogEval prints TIMEOUT when its watchdog stops the run; the sample count is then partial.
 _TIMEOUT = re.compile(r"\bTIMEOUT\b")
-_DESIGN_PASSED = re.compile(r"\bYour\s+Design\s+Passed\b", re.IGNORECASE)
+_DESIGN_PASSED = re.compile(
+    r"\bYour\s+Design\s+Passed\b|^\W*(?:all\s+)?tests?\s+passed\W*$", re.IGNORECASE)
 _STATUS = re.compile(r"\bSTATUS\s*:\s*(PASS|FAIL)(?:ED)?\b", re.IGNORECASE)
 _TESTS_PASSED = re.compile(r"\b(\d+)\s*/\s*(\d+)\s+tests?\s+passed\b", re.IGNORECASE)
 #: "Test completed with 3 /100 failures", "2 errors", "5 mismatches". Not "N failed": that

@@ -4,9 +4,8 @@ Verilator is the stricter second opinion: its lint catches width and driver prob
 accepts silently, and ``--binary --timing`` simulates the same testbenches. A build runs g++ and
 takes seconds, so it has its own (generous) timeout apart from the simulation's.
 
-The compiled simulation is started through ``env``: the runner probes ``argv[0]`` with
-``--version`` outside the sandbox to record its version, and a verilated binary ignores that flag
-and would simply run the untrusted design there.
+The compiled simulation is started through ``env``: the runner resolves ``argv[0]`` on PATH
+(relative to the caller, not the run directory), so a run-directory binary needs a launcher.
 """
 
 from __future__ import annotations

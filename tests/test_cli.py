@@ -1,0 +1,98 @@
+"""The CLI contract used by tooling outside this repo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rtlforge.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = "module and2(input a, input b, output y);\n  assign y = a & b;\nendmodule\n"
+TB = """module tb;
+  reg a, b; wire y; integer errors = 0, i;
+  and2 dut(.a(a), .b(b), .y(y));
+  initial begin
+    for (i = 0; i < 4; i = i + 1) begin {a, b} = i; #1; if (y !== (a & b)) errors = errors + 1; end
+    $display("Mismatches: %0d in 4 samples", errors);
+    $finish;
+  end
+endmodule
+"""
+VERDICTS = {"pass", "fail", "error", "timeout", "infra_error"}
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    """Exit code and stdout (progress bars and warnings go to stderr)."""
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout if result.exit_code != 2 else result.output
+
+
+@pytest.mark.tools
+def test_validate_json_contract_and_exit_codes(tmp_path: Path) -> None:
+    tb = _write(tmp_path, "tb.v", TB)
+    code, out = _invoke("validate", _write(tmp_path, "and2.v", GOOD), "--testbench", tb,
+                        "--synth", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"] == "pass"
+    assert [s["name"] for s in data["stages"]] == ["security", "iverilog-lint", "iverilog-sim",
+                                                   "yosys-synth"]
+    assert all({"name", "verdict", "seconds"} <= set(s) for s in data["stages"])
+
+    code, out = _invoke("validate", _write(tmp_path, "bad.v", GOOD.replace("&", "|")),
+                        "--testbench", tb, "--json", "--top", "and2")
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "fail"
+    assert {"category", "message", "file", "line", "context"} <= set(data["feedback"][0])
+
+
+@pytest.mark.tools
+def test_validate_reports_syntax_error_with_location(tmp_path: Path) -> None:
+    code, out = _invoke("validate", _write(tmp_path, "broken.v", GOOD.replace(";", "", 1)),
+                        "--json")
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "error"
+    fb = data["feedback"][0]
+    assert fb["category"] == "syntax" and fb["file"] == "broken.v" and fb["line"] in (2, 3)
+
+
+def test_validate_usage_errors_exit_2(tmp_path: Path) -> None:
+    two = GOOD + "module other(input a, output y); assign y = a; endmodule\n"
+    code, out = _invoke("validate", _write(tmp_path, "two.v", two))
+    assert code == 2 and "--top" in out
+
+
+def test_plugins_json_lists_builtins() -> None:
+    code, out = _invoke("plugins", "--json")
+    assert code == 0
+    plugins = {p["name"]: p for p in json.loads(out)["plugins"]}
+    assert {"iverilog", "verilator", "yosys", "cocotb"} <= set(plugins)
+    assert "iverilog-sim" in plugins["iverilog"]["registers"]["validator"]
+    assert plugins["iverilog"]["distribution"] == "rtlforge"
+
+
+@pytest.mark.tools
+def test_eval_bundled_samples_matches_recorded_expectations(tmp_path: Path) -> None:
+    samples = ROOT / "examples" / "samples" / "suite-samples.jsonl"
+    out = tmp_path / "results.jsonl"
+    code, text = _invoke("eval", str(samples), "--tasks", str(ROOT / "examples" / "tasks"),
+                         "--out", str(out), "--json", "-k", "1,3")
+    assert code == 0, text
+    summary = json.loads(text.strip().splitlines()[-1])
+    expected = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(results) == len(expected) == summary["samples"]
+    for exp, res in zip(expected, results, strict=True):
+        assert res["verdict"] in VERDICTS
+        assert res["verdict"] == exp["expect"], (exp["task_id"], res["feedback"][:1])
+    assert 0 < summary["pass_at_k"]["pass@1"] < 1
+    assert summary["pass_at_k"]["pass@1"] <= summary["pass_at_k"]["pass@3"]
