@@ -12,11 +12,14 @@ Run: `make bench` or `.venv/bin/python benchmarks/validation_throughput.py [--re
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+import structlog
 
 from rtlforge.core.cache import MemoryCache
 from rtlforge.core.executor import ThreadExecutor
@@ -49,6 +52,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    # This script is the host application: it decides that library events stay quiet.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
     tasks = load_tasks(ROOT / "examples" / "tasks")
     host = PluginHost()

@@ -9,6 +9,7 @@ tell the testbench's output from the design's, mapping infrastructure failures t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -53,6 +54,17 @@ SIMULATORS = {
 
 def _is_hdl(name: str) -> bool:
     return name.lower().endswith(_HDL_SUFFIXES)
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_task_files(files: tuple[SourceFile, ...],
+                      available: frozenset[str]) -> SecurityViolation | None:
+    """Task files are the same for every candidate of a task: check them once."""
+    try:
+        check_sources(files, role="testbench", available=available)
+    except SecurityViolation as exc:
+        return exc
+    return None
 
 
 class Pipeline:
@@ -229,7 +241,9 @@ class Pipeline:
         hdl_task_files = [f for f in (*task.testbench, *task.support) if _is_hdl(f.name)]
         try:
             check_sources(candidate.files, role="design", available=available)
-            check_sources(hdl_task_files, role="testbench", available=available)
+            task_violation = _check_task_files(tuple(hdl_task_files), frozenset(available))
+            if task_violation is not None:
+                raise task_violation
         except SecurityViolation as exc:
             files = {**design, **{f.name: f.content for f in hdl_task_files}}
             context = (

@@ -13,6 +13,7 @@ them as warnings, and ``strict_sorry=True`` makes them errors too.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -149,15 +150,21 @@ def infer_testbench_top(ctx: ValidationContext) -> str | None:
     """
     if ctx.task.testbench_top:
         return ctx.task.testbench_top
+    sources = tuple((f.name, f.content) for f in ctx.task.testbench
+                    if f.name.lower().endswith(COMPILED_SUFFIXES))
+    return _testbench_top(sources)
+
+
+@functools.lru_cache(maxsize=256)
+def _testbench_top(sources: tuple[tuple[str, str], ...]) -> str | None:
+    """Cached per testbench text: every candidate of a task shares the answer."""
     try:
         from pyslang import ast, syntax  # local: parsing is only needed here
     except ImportError:
         return None
-    tb_files = compiled_sources(ctx.testbench_files)
     try:
         compilation = ast.Compilation()
-        for name in tb_files:
-            text = (ctx.workdir / name).read_text(errors="replace")
+        for name, text in sources:
             compilation.addSyntaxTree(syntax.SyntaxTree.fromText(text, name))
         tops = [inst.name for inst in compilation.getRoot().topInstances]
     except Exception:  # noqa: BLE001 - inference is best effort; the simulator decides then
