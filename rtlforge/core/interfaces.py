@@ -8,6 +8,7 @@ external tool reports infrastructure failures distinctly from verdicts about the
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -71,8 +72,12 @@ class Validator(ABC):
         return ()
 
     def cache_key(self) -> dict[str, Any]:
-        """Everything about this validator's configuration that can change its result."""
-        return {"name": self.name}
+        """Everything about this validator's configuration that can change its result.
+
+        Dataclass validators get their fields included automatically; others override this.
+        """
+        fields = dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+        return {"name": self.name, **fields}
 
     def applies(self, task: Task) -> bool:
         """Whether this stage has anything to check for ``task`` (else the pipeline skips it)."""

@@ -17,7 +17,7 @@ import functools
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rtlforge.core.feedback import is_benign_sorry, make_feedback, parse_iverilog
@@ -224,9 +224,6 @@ class IverilogLint(Validator):
     def tool_names(self) -> Sequence[str]:
         return (self.iverilog,)
 
-    def cache_key(self) -> dict[str, Any]:
-        return {"name": self.name, **asdict(self)}
-
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()
         files = source_texts(ctx)
@@ -262,9 +259,6 @@ class IverilogSim(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.iverilog, self.vvp)
-
-    def cache_key(self) -> dict[str, Any]:
-        return {"name": self.name, **asdict(self)}
 
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()

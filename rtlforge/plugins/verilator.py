@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rtlforge.core.feedback import make_feedback, parse_verilator
@@ -74,9 +74,6 @@ class VerilatorLint(Validator):
     def tool_names(self) -> Sequence[str]:
         return (self.verilator,)
 
-    def cache_key(self) -> dict[str, Any]:
-        return {"name": self.name, **asdict(self)}
-
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()
         bad = bad_identifier(ctx.top, "top module", stage=self.name)
@@ -113,9 +110,6 @@ class VerilatorSim(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.verilator,)
-
-    def cache_key(self) -> dict[str, Any]:
-        return {"name": self.name, **asdict(self)}
 
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rtlforge.core.feedback import make_feedback, parse_yosys
@@ -56,9 +56,6 @@ class YosysSynth(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.yosys,)
-
-    def cache_key(self) -> dict[str, Any]:
-        return {"name": self.name, **asdict(self)}
 
     def script(self, top: str, sources: Sequence[str]) -> str:
         return "; ".join((
