@@ -73,6 +73,9 @@ class _Group(click.Group):
     def _load_plugin_commands(self) -> None:
         if not self._plugins_loaded:
             self._plugins_loaded = True
+            if not structlog.is_configured():
+                # Command lookup runs before the group callback: keep stdout for results.
+                _configure_logging(0)
             try:
                 _host().pm.hook.register_commands(cli=self)
             except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the CLI
@@ -193,8 +196,42 @@ def _load_task_map(root: Path, fmt: str) -> dict[str, Task]:
     return {t.id: t for t in loaded}
 
 
+def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
+                   methods: tuple[str, ...]) -> tuple[list[tuple[str, Path]], str | None]:
+    """``--method NAME=DIR`` pairs, ``--samples-dir DIR [--method NAME]`` in order, and an
+    optional bare ``--method NAME`` labelling a JSONL file; returns (dirs, jsonl label)."""
+    pairs: list[tuple[str, Path]] = []
+    bare = [m for m in methods if "=" not in m]
+    for item in methods:
+        if "=" in item:
+            name, _, folder = item.partition("=")
+            if not name or not folder:
+                raise click.UsageError(f"--method {item!r}: expected NAME=DIR")
+            pairs.append((name, Path(folder)))
+    label = None
+    if bare and not samples_dirs and samples_path is not None and len(bare) == 1:
+        label = bare[0]
+    elif bare:
+        if len(bare) != len(samples_dirs):
+            raise click.UsageError(
+                f"{len(bare)} bare --method NAME for {len(samples_dirs)} --samples-dir: give "
+                "one name per folder (in order), or use --method NAME=DIR")
+        pairs += list(zip(bare, samples_dirs, strict=True))
+    else:
+        pairs += [(d.name.lstrip("_") or d.name, d) for d in samples_dirs]
+    names = [n for n, _ in pairs]
+    if len(set(names)) != len(names):
+        raise click.UsageError(f"method names must be unique, got {names}")
+    for name, folder in pairs:
+        if not folder.is_dir():
+            raise click.UsageError(f"--method {name}: {folder} is not a directory")
+    if samples_path is None and not pairs:
+        raise click.UsageError("give SAMPLES.jsonl, --samples-dir DIR or --method NAME=DIR")
+    return pairs, label
+
+
 @cli.command(name="eval")
-@click.argument("samples_path", metavar="SAMPLES.jsonl",
+@click.argument("samples_path", metavar="[SAMPLES.jsonl]", required=False,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--tasks", "tasks_dir", required=True,
               type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -203,63 +240,184 @@ def _load_task_map(root: Path, fmt: str) -> dict[str, Task]:
               show_default=True)
 @click.option("-k", "ks", default="1,5,10", show_default=True, help="Comma-separated k values.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Per-sample JSONL of reports (default: SAMPLES_results.jsonl beside it).")
+              help="Per-sample JSONL of reports (default: SAMPLES_results.jsonl beside it, or "
+                   "results.jsonl in --report).")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers.")
 @click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus",
               show_default=True)
 @click.option("--synth", is_flag=True)
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def eval_cmd(samples_path: Path, tasks_dir: Path, fmt: str, ks: str, out: Path | None,
+@click.option("--samples-dir", "samples_dirs", multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="RTLLM-style LLM outputs (tN/<design>.v, trial N); repeatable.")
+@click.option("--method", "methods", multiple=True, metavar="NAME[=DIR]",
+              help="NAME=DIR adds an LLM-output folder as method NAME; a bare NAME names the "
+                   "--samples-dir of the same position (or labels SAMPLES lines without "
+                   "'method'). Repeatable.")
+@click.option("--ppa", is_flag=True,
+              help="Measure PPA of passing circuits and of each task's golden; adds HVC.")
+@click.option("--estimator", default="yosys-sta", show_default=True,
+              help="PPA estimator plugin (see `rtlforge plugins`).")
+@click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Liberty file for the PPA estimator (default: its bundled library).")
+@click.option("--ast", "with_ast", is_flag=True,
+              help="AST similarity of each sample to the golden.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write summary.json, records.jsonl and report.html into this folder.")
+def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out: Path | None,
              workers: int | None, simulator: str, synth: bool, timeout: float,
-             as_json: bool) -> None:
-    """Score SAMPLES.jsonl ({"task_id", "completion"} per line) with the unbiased pass@k."""
+             as_json: bool, samples_dirs: tuple[Path, ...], methods: tuple[str, ...],
+             ppa: bool, estimator: str, liberty: Path | None, with_ast: bool,
+             report_dir: Path | None) -> None:
+    """Score samples with the unbiased pass@k; optionally PPA, Pareto metrics and a report.
+
+    SAMPLES.jsonl has {"task_id", "completion"} per line, optionally "method", "trial" and
+    "iteration"; RTLLM LLM-output folders come in with --method NAME=DIR.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from rtlforge.core import tasks as taskio
-    from rtlforge.core.evaluate import evaluate_samples
+    from rtlforge.core.errors import ToolMissingError
+    from rtlforge.core.evaluate import evaluate_detailed
     from rtlforge.core.executor import ThreadExecutor
+    from rtlforge.core.llm_samples import load_llm_outputs
     from rtlforge.core.pipeline import Pipeline
+    from rtlforge.core.report import summarise, write_report
 
+    dirs, label = _parse_methods(samples_path, samples_dirs, methods)
+    if out is None and samples_path is None and report_dir is None:
+        raise click.UsageError("without SAMPLES.jsonl, give --out or --report for the results")
+    unmatched: list[dict[str, Any]] = []
+    aliased: list[dict[str, Any]] = []
     try:
         k_values = sorted({int(k) for k in ks.split(",") if k.strip()})
         task_map = _load_task_map(tasks_dir, fmt)
-        samples = [(s.task_id, s.completion) for s in taskio.load_samples(samples_path)]
-        pipeline = Pipeline.build(_host(), simulator=simulator, synth=synth, timeout=timeout)
+        samples = list(taskio.load_samples(samples_path)) if samples_path else []
+        for name, folder in dirs:
+            loaded = load_llm_outputs(folder, task_map, method=name)
+            samples += loaded.samples
+            unmatched += [{"method": name, **f.model_dump()} for f in loaded.unmatched]
+            aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
+        host = _host()
+        pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout)
+        ppa_estimator = (host.create("ppa_estimator", estimator,
+                                     **({"liberty": str(liberty)} if liberty else {}))
+                         if ppa else None)
+        ast_reward = host.create("reward", "ast-similarity") if with_ast else None
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
+    for f in unmatched:
+        click.secho(f"warning: {f['method']}: {f['path']} matches no task ({f['reason']})",
+                    fg="yellow", err=True)
+    default_method = label or (samples_path.stem if samples_path else "default")
 
-    out = out or samples_path.with_name(samples_path.stem + "_results.jsonl")
+    if out is None:
+        out = (samples_path.with_name(samples_path.stem + "_results.jsonl") if samples_path
+               else report_dir / "results.jsonl")  # type: ignore[operator]
+    golden_jobs = len({s.task_id for s in samples
+                       if s.task_id in task_map and task_map[s.task_id].golden})
+    passed = [0]
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), transient=as_json,
                   console=None if not as_json else _stderr_console()) as progress:
         bar = progress.add_task("validating", total=len(samples))
+        ppa_bar: list[Any] = []
+
+        def validated(res: Any) -> None:
+            passed[0] += res.report.passed
+            progress.advance(bar)
+
+        def measured() -> None:
+            if not ppa_bar:
+                ppa_bar.append(progress.add_task("measuring PPA", total=golden_jobs + passed[0]))
+            progress.advance(ppa_bar[0])
+
         with ThreadExecutor(workers) as pool:
             try:
-                result = evaluate_samples(samples, task_map, pipeline, ks=k_values,
-                                          executor=pool,
-                                          on_result=lambda _: progress.advance(bar))
+                detailed = evaluate_detailed(
+                    samples, task_map, pipeline, default_method=default_method,
+                    estimator=ppa_estimator, ast_reward=ast_reward, ks=k_values,
+                    executor=pool, on_result=validated, on_measured=measured)
+            except ToolMissingError as exc:
+                click.secho(f"error: {exc}", fg="red", err=True)
+                sys.exit(EXIT_INFRA)
             except RtlforgeError as exc:
                 raise click.UsageError(str(exc)) from exc
+            finally:
+                close = getattr(ppa_estimator, "close", None)
+                if callable(close):
+                    close()  # persistent sta sessions
+    result = detailed.result
+    _warn_ppa_failures(detailed)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
-        for res in result.samples:
-            fh.write(json.dumps({"index": res.index, "task_id": res.task_id,
-                                 **res.report.to_summary()}) + "\n")
-    summary = {**result.summary(), "results_file": str(out)}
+        for res, det in zip(result.samples, detailed.details, strict=True):
+            line: dict[str, Any] = {"index": res.index, "task_id": res.task_id,
+                                    **res.report.to_summary(), "method": det.method,
+                                    "trial": det.trial, "iteration": det.iteration}
+            if ppa:
+                line.update(ppa=det.ppa.model_dump() if det.ppa else None,
+                            objectives=det.objectives, hvc=det.hvc)
+            if with_ast:
+                line.update(ast_similarity=det.ast_similarity, ast_status=det.ast_status,
+                            ast_backend=det.ast_backend)
+            fh.write(json.dumps(line) + "\n")
+    run_info = {"tasks": str(tasks_dir), "simulator": simulator, "synth": synth,
+                "estimator": estimator if ppa else None,
+                "liberty": str(liberty) if liberty else None, "ast": with_ast,
+                "sources": ([str(samples_path)] if samples_path else [])
+                + [f"{n}={d}" for n, d in dirs]}
+    summary = summarise(detailed, extra={
+        "results_file": str(out), "run": run_info,
+        **({"unmatched_files": unmatched} if dirs else {}),
+        **({"aliased_files": aliased} if aliased else {}),
+        **({"report_dir": str(report_dir)} if report_dir else {}),
+    })
+    if report_dir is not None:
+        write_report(report_dir, detailed, summary)
     if as_json:
         click.echo(json.dumps(summary))
     else:
-        click.echo(f"{summary['samples']} samples over {summary['tasks']} tasks -> {out}")
-        click.echo("verdicts: " + ", ".join(f"{k}={v}" for k, v in sorted(result.verdicts.items())))
-        for key, value in summary["pass_at_k"].items():
-            click.secho(f"{key}: {value:.4f}", bold=True)
+        _print_eval_summary(summary, result.verdicts, out)
     infra = result.verdicts.get(Verdict.INFRA_ERROR.value, 0)
     if infra:
         click.secho(f"warning: {infra} samples hit infrastructure errors and were not scored",
                     fg="yellow", err=True)
         sys.exit(EXIT_INFRA)
+
+
+def _warn_ppa_failures(detailed: Any) -> None:
+    """One line per kind of PPA failure, so a broken flow is not mistaken for bad designs."""
+    failures = [(tid, g.error) for tid, g in detailed.golden.items() if g.error]
+    failures += [(d.task_id, d.ppa.error) for d in detailed.details if d.ppa and d.ppa.error]
+    if failures:
+        tid, first = failures[0]
+        click.secho(f"warning: PPA could not be measured for {len(failures)} designs "
+                    f"(first, {tid}: {first})", fg="yellow", err=True)
+
+
+def _print_eval_summary(summary: dict[str, Any], verdicts: dict[str, int], out: Path) -> None:
+    click.echo(f"{summary['samples']} samples over {summary['tasks']} tasks -> {out}")
+    click.echo("verdicts: " + ", ".join(f"{k}={v}" for k, v in sorted(verdicts.items())))
+    for key, value in summary["pass_at_k"].items():
+        click.secho(f"{key}: {value:.4f}", bold=True)
+    methods = summary.get("methods", {})
+    metrics = summary.get("metrics", {}).get("methods", {})
+    if len(methods) > 1 or metrics:
+        for name, m in methods.items():
+            line = f"  {name}: {m['passed']}/{m['samples']} passed"
+            if name in metrics:
+                mm = metrics[name]
+                last = str(max(int(i) for i in mm["rhv"])) if mm["rhv"] else None
+                if last is not None:
+                    line += (f", rHV {mm['rhv'][last]:.4f}, win rate "
+                             f"{mm['win_rate'][last]:.4f}")
+                line += f", diversity {mm['diversity']:.2f}"
+            click.echo(line)
+    if "report_dir" in summary:
+        click.echo(f"report: {summary['report_dir']}/report.html")
 
 
 def _stderr_console() -> Any:
