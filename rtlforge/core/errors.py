@@ -27,7 +27,7 @@ class ToolMissingError(RtlforgeError):
     """An external tool is not installed; the message says how to install it."""
 
     def __init__(self, tool: str, hint: str) -> None:
-        super().__init__(f"required tool {tool!r} was not found on PATH. {hint}")
+        super().__init__(f"required tool {tool!r} is not available. {hint}")
         self.tool = tool
         self.hint = hint
 
