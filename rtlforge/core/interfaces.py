@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -113,6 +113,11 @@ class GenerationRequest(BaseModel):
     system: str | None = None
     task: Task | None = None
     request_id: str | None = None
+    #: Exploration/refinement round this request belongs to (0 = first). Generators that replay
+    #: or cycle through alternatives use it to hand out a different variant per round.
+    iteration: int | None = Field(None, ge=0)
+    #: Free-form selectors and tags for a generator (e.g. ``{"trial": 2}`` for replay).
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class Generation(BaseModel):
@@ -127,9 +132,40 @@ class Generation(BaseModel):
     completion_tokens: int | None = None
     latency_s: float | None = None
     finish_reason: str | None = None
+    #: Model (or recorded method) that produced the text, when the generator knows it.
+    model: str | None = None
+    #: Generator-specific accounting and provenance (attempts, trial, source file, ...).
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class GenerationUsage(BaseModel):
+    """Cumulative accounting of one generator instance (a snapshot; see ``Generator.usage``).
+
+    Token counts are what servers reported; requests without a ``usage`` block add nothing, so
+    the totals are lower bounds, never estimates.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    requests: int = 0  # backend calls that succeeded (an HTTP request, a replay lookup)
+    attempts: int = 0  # every try, retries included
+    retries: int = 0
+    failures: int = 0  # calls that failed for good (after retries)
+    cancelled: int = 0  # calls abandoned because of cancel()/close()
+    generations: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0  # summed wall time of successful calls
 
 
 class Generator(ABC):
+    """Turns prompts into samples.
+
+    ``cancel``, ``close``, ``usage`` and the context-manager protocol have safe defaults, so a
+    generator only has to implement :meth:`generate`; those that talk to servers or hold devices
+    override them.
+    """
+
     name: ClassVar[str]
 
     @abstractmethod
@@ -141,6 +177,29 @@ class Generator(ABC):
         A generator may return fewer (a symbolic solver declines); infrastructure failures raise
         a typed error rather than returning empty text.
         """
+
+    def cancel(self) -> None:
+        """Stop the ``generate`` calls in progress as soon as possible (from any thread).
+
+        Calls that stop early raise ``rtlforge.core.generation.GenerationCancelled``; later
+        calls work normally. The default does nothing: a generator that cannot be interrupted
+        finishes its current batch.
+        """
+        return None
+
+    def close(self) -> None:
+        """Release connections/devices; cancels work in progress. Idempotent."""
+        self.cancel()
+
+    def usage(self) -> GenerationUsage | None:
+        """Cumulative accounting since construction, or None when the generator keeps none."""
+        return None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,17 +223,25 @@ class PPAEstimator(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def estimate(self, candidate: Candidate, top: str, runner: SandboxRunner) -> PPAResult:
-        """Measure one design that already passed validation."""
+    def estimate(self, candidate: Candidate, top: str, runner: SandboxRunner, *,
+                 clock: str | None = None, period_ns: float | None = None) -> PPAResult:
+        """Measure one design that already passed validation.
+
+        ``clock`` names the clock port (None: estimator's choice, e.g. auto-detect) and
+        ``period_ns`` the target clock period (None: the estimator's default).
+        """
 
     def estimate_many(
-        self, candidates: Sequence[Candidate], top: str, runner: SandboxRunner
+        self, candidates: Sequence[Candidate], top: str, runner: SandboxRunner, *,
+        clock: str | None = None, period_ns: float | None = None,
     ) -> list[PPAResult | Exception]:
         """Batch form; errors are returned in place so one bad design does not sink the batch."""
+        # Only pass what was given: estimators written against the three-argument form still work.
+        opts = {k: v for k, v in (("clock", clock), ("period_ns", period_ns)) if v is not None}
         out: list[PPAResult | Exception] = []
         for cand in candidates:
             try:
-                out.append(self.estimate(cand, top, runner))
+                out.append(self.estimate(cand, top, runner, **opts))
             except Exception as exc:  # noqa: BLE001 - returned to the caller, typed
                 out.append(exc)
         return out

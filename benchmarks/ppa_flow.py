@@ -1,0 +1,87 @@
+"""PPA flow time per design, with and without the persistent OpenSTA process.
+
+Designs: the PPA fixtures (``tests/fixtures/ppa``) plus the golden design of every bundled task
+(``examples/tasks``). For each design the whole ``yosys-sta`` estimate runs ``--repeats`` times
+in each mode (after one warm-up that starts the persistent ``sta``); the median per design is
+reported, with the OpenSTA share on its own, and the ratios are taken within this one run.
+
+Run: `.venv/bin/python benchmarks/ppa_flow.py [--liberty PATH] [--repeats N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+from pathlib import Path
+
+import structlog
+
+from rtlforge.core.models import Candidate
+from rtlforge.core.runner import SandboxRunner
+from rtlforge.core.tasks import load_tasks
+from rtlforge.plugins.ppa import PPAError, YosysStaPPA
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "ppa"
+
+
+def designs() -> list[tuple[str, str, Candidate]]:
+    """(label, top, candidate) for the fixtures and the bundled golden designs."""
+    out = [(p.stem, p.stem, Candidate.from_source(p.read_text(), name=p.name))
+           for p in sorted(FIXTURES.glob("*.v")) if p.stem != "broken"]
+    for task in load_tasks(ROOT / "examples" / "tasks"):
+        if task.golden:
+            out.append((task.id, task.top, Candidate(files=task.golden)))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--liberty", help="liberty file (default: the bundled generic library)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+    runner = SandboxRunner()
+    warm = YosysStaPPA(liberty=args.liberty, persistent=True)
+    cold = YosysStaPPA(liberty=args.liberty, persistent=False)
+    items = designs()
+    # Warm-up: unpack the liberty and start the persistent sta outside the measurement.
+    warm.estimate(items[0][2], items[0][1], runner)
+
+    rows = []
+    print(f"liberty: {warm.liberty[1].name}   repeats: {args.repeats}")
+    print(f"{'design':<14}{'area um2':>10}{'delay ns':>10}{'power mW':>11}"
+          f"{'flow warm':>11}{'flow cold':>11}{'sta warm':>10}{'sta cold':>10}")
+    for label, top, cand in items:
+        times: dict[str, list[float]] = {"fw": [], "fc": [], "sw": [], "sc": []}
+        try:
+            for _ in range(args.repeats):
+                for key, est in (("w", warm), ("c", cold)):
+                    res = est.estimate(cand, top, runner)
+                    times["f" + key].append(res.details["seconds"]["total"])
+                    times["s" + key].append(res.details["seconds"]["sta"])
+        except PPAError as exc:
+            print(f"{label:<14} skipped: {exc}")
+            continue
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append(med)
+        print(f"{label:<14}{res.area_um2:>10.1f}{res.delay_ns:>10.3f}{res.power_mw:>11.5f}"
+              f"{med['fw']:>10.3f}s{med['fc']:>10.3f}s{med['sw']:>9.3f}s{med['sc']:>9.3f}s")
+    warm.close()
+    if not rows:
+        return
+    total = {k: sum(r[k] for r in rows) for k in rows[0]}
+    n = len(rows)
+    print(f"\n{n} designs, medians per design, summed:")
+    print(f"  whole flow: persistent {total['fw'] / n:.3f} s/design, one-shot "
+          f"{total['fc'] / n:.3f} s/design -> one-shot / persistent = "
+          f"{total['fc'] / total['fw']:.2f}x")
+    print(f"  sta alone:  persistent {total['sw'] / n:.3f} s/design, one-shot "
+          f"{total['sc'] / n:.3f} s/design -> one-shot / persistent = "
+          f"{total['sc'] / total['sw']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
