@@ -1,0 +1,177 @@
+"""Adapters from rtlforge rewards to RL trainers: TRL ``reward_funcs`` and verl ``compute_score``.
+
+Trainers copy reward functions into worker processes (multiprocessing, Ray), and a live reward
+holds thread pools, caches and a pipeline that must not travel. So an adapter carries only a
+small :class:`RewardSpec` and builds the reward lazily, once per process, on first call. Neither
+adapter imports torch, transformers, trl or verl: each is just a callable.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rtlforge.core.interfaces import Reward
+from rtlforge.rewards.base import completion_text
+
+
+class RewardSpec(BaseModel):
+    """Everything needed to rebuild a reward in another process.
+
+    ``tasks`` is a task directory (rtlforge suite or RTLLM layout, detected). ``pipeline`` holds
+    keyword arguments of :meth:`Pipeline.build` (``simulator``, ``synth``, ``timeout``, ...);
+    ``cache`` a SQLite file shared by the worker processes so repeats across them are cheap.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reward: str = "sequential-hvc"
+    tasks: str
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    pipeline: dict[str, Any] = Field(default_factory=lambda: {"timeout": 60.0})
+    cache: str | None = None
+    estimator: str = "yosys-sta"
+    estimator_kwargs: dict[str, Any] = Field(default_factory=dict)
+    name: str | None = None  # the logged name; defaults to the reward name
+
+    def build(self) -> Reward:
+        """Construct the reward (and its pipeline and PPA estimator) in this process."""
+        from rtlforge.core.cache import SQLiteCache
+        from rtlforge.core.pipeline import Pipeline
+        from rtlforge.core.plugins import PluginHost
+
+        host = PluginHost()
+        factory = host.get("reward", self.reward)
+        options: dict[str, Any] = dict(self.pipeline)
+        if self.cache is not None:
+            options["cache"] = SQLiteCache(self.cache)
+        kwargs: dict[str, Any] = {"tasks": self.tasks,
+                                  "pipeline": Pipeline.build(host, **options), **self.kwargs}
+        if getattr(factory, "needs_ppa", False):
+            kwargs["estimator"] = host.create("ppa_estimator", self.estimator,
+                                              **self.estimator_kwargs)
+        return factory(**kwargs)
+
+
+class _LazyReward:
+    """Holds a spec; builds the reward on first use in each process; pickles as the spec."""
+
+    def __init__(self, spec: RewardSpec | None = None, /, **fields: Any) -> None:
+        self.spec = spec if spec is not None else RewardSpec(**fields)
+        self.__name__ = self.spec.name or self.spec.reward
+        self._reward: Reward | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def reward(self) -> Reward:
+        if self._reward is None:
+            with self._lock:
+                if self._reward is None:
+                    self._reward = self.spec.build()
+        return self._reward
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec.model_dump()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(RewardSpec(**state["spec"]))  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r})"
+
+
+class TRLReward(_LazyReward):
+    """A TRL ``reward_funcs`` entry: ``(prompts, completions, **columns) -> list[float | None]``.
+
+    Completions may be strings or chat lists (the last assistant message is scored). Dataset
+    columns arrive as keyword arguments: ``task_id`` is required, ``history`` and
+    ``golden_ppa`` optional; TRL's extra keywords (``completion_ids``, ``trainer_state``...) are
+    ignored. ``None`` (abstain) is what TRL expects for "no reward from this function".
+    """
+
+    def __call__(self, prompts: Sequence[Any] | None = None,
+                 completions: Sequence[Any] | None = None, **columns: Any) -> list[float | None]:
+        completions = list(completions or [])
+        texts = [completion_text(c) for c in completions]
+        wanted = {k: v for k, v in columns.items() if k in ("task_id", "history", "golden_ppa")}
+        return self.reward.score(list(prompts or [""] * len(texts)), texts, **wanted)
+
+
+def trl_reward(reward: str = "sequential-hvc", *, tasks: str, **fields: Any) -> TRLReward:
+    """``trl_reward("sequential-hvc", tasks="tasks/", kwargs={...})`` -> a TRL reward function."""
+    return TRLReward(RewardSpec(reward=reward, tasks=str(tasks), **fields))
+
+
+def _parse(value: Any) -> Any:
+    """Datasets often store nested values as JSON text; task ids never start with '{' or '['."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        return json.loads(value)
+    return value
+
+
+def verl_columns(ground_truth: Any, extra_info: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Map verl's ``ground_truth`` / ``extra_info`` to reward columns for one sample.
+
+    ``ground_truth`` is a task id, or a mapping with ``task_id`` (and optionally ``history``,
+    ``golden_ppa``). ``extra_info`` may carry ``task_id``, ``history`` and ``golden_ppa`` too, and
+    wins where both give a value: it is the per-rollout channel, ground truth the per-prompt one.
+    """
+    truth = _parse(ground_truth)
+    out: dict[str, Any] = dict(truth) if isinstance(truth, Mapping) else {"task_id": truth}
+    for key in ("task_id", "history", "golden_ppa"):
+        if extra_info and extra_info.get(key) is not None:
+            out[key] = _parse(extra_info[key]) if key != "task_id" else extra_info[key]
+    if out.get("task_id") is None:
+        raise ValueError("verl sample has no task id (ground_truth or extra_info['task_id'])")
+    return {"task_id": str(out["task_id"]), "history": _parse(out.get("history")),
+            "golden_ppa": _parse(out.get("golden_ppa"))}
+
+
+class VerlComputeScore(_LazyReward):
+    """verl ``compute_score(data_source, solution_str, ground_truth, extra_info=None)``.
+
+    Called once per sample by verl's naive reward manager (returns ``float | None``), or with
+    plural keyword lists by its batch manager (``data_sources``, ``solution_strs``,
+    ``ground_truths``, ``extra_infos``; returns a list). Samples of one batch call that share a
+    task and history are scored as one group. ``abstain`` replaces ``None`` for managers that
+    need a number (verl writes rewards into a tensor).
+    """
+
+    def __init__(self, spec: RewardSpec | None = None, /, *, abstain: float | None = None,
+                 **fields: Any) -> None:
+        super().__init__(spec, **fields)
+        self.abstain = abstain
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "abstain": self.abstain}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(RewardSpec(**state["spec"]), abstain=state.get("abstain"))  # type: ignore[misc]
+
+    def __call__(self, data_source: Any = None, solution_str: Any = None,
+                 ground_truth: Any = None, extra_info: Mapping[str, Any] | None = None,
+                 **batch: Any) -> float | list[float | None] | None:
+        if "solution_strs" in batch:
+            solutions = list(batch["solution_strs"])
+            truths = list(batch.get("ground_truths") or [None] * len(solutions))
+            infos = list(batch.get("extra_infos") or [None] * len(solutions))
+            return self._score(solutions, truths, infos)
+        return self._score([solution_str], [ground_truth], [extra_info])[0]
+
+    def _score(self, solutions: list[Any], truths: list[Any],
+               infos: list[Any]) -> list[float | None]:
+        rows = [verl_columns(t, i) for t, i in zip(truths, infos, strict=True)]
+        columns = {key: [row[key] for row in rows] for key in ("task_id", "history", "golden_ppa")}
+        texts = [completion_text(s) for s in solutions]
+        scores = self.reward.score([""] * len(texts), texts, **columns)
+        return [self.abstain if s is None else s for s in scores]
+
+
+def verl_compute_score(reward: str = "sequential-hvc", *, tasks: str,
+                       abstain: float | None = None, **fields: Any) -> VerlComputeScore:
+    """A verl ``compute_score`` for ``reward`` on the tasks in ``tasks``."""
+    return VerlComputeScore(RewardSpec(reward=reward, tasks=str(tasks), **fields), abstain=abstain)
