@@ -1,0 +1,138 @@
+"""Registers the trainer plugins and the ``rtlforge train`` command.
+
+The plugin host imports this module at start-up, so it must stay light: the trainer modules are
+imported inside the hook (they keep torch & co. inside functions too), and a trainer module that
+is absent is simply not registered, while one that is present but broken is reported by the host.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from rtlforge.core.hookspecs import Register, hookimpl
+
+#: (module, class) of every trainer rtlforge ships; modules that do not exist are skipped.
+TRAINERS: tuple[tuple[str, str], ...] = (
+    ("rtlforge.trainers.sft", "SFTTrainer"),
+    ("rtlforge.trainers.grpo", "GRPOTrainer"),
+    ("rtlforge.trainers.ppo", "PPOTrainer"),
+)
+
+EXIT_OK, EXIT_CONFIG, EXIT_INFRA = 0, 2, 3
+
+
+def _import_trainer(module: str, cls: str) -> type | None:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:  # the module itself is missing, not one of its imports
+            return None
+        raise
+    return getattr(mod, cls, None)
+
+
+@hookimpl
+def register_trainers(register: Register) -> None:
+    for module, cls in TRAINERS:
+        trainer = _import_trainer(module, cls)
+        if trainer is not None:
+            register(trainer)
+
+
+def _host_with_trainers() -> Any:
+    """A host that knows the trainers even before the entry point is installed."""
+    from rtlforge.core.plugins import PluginHost
+
+    host = PluginHost()
+    this = sys.modules[__name__]
+    if not host.pm.is_registered(this) and "sft" not in host.names("trainer"):
+        host.add_plugin(this, name="rtlforge-trainers")
+    return host
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    import click
+
+    @cli.command(name="train")
+    @click.argument("config_path", metavar="CONFIG.yaml",
+                    type=click.Path(dir_okay=False, path_type=Path))
+    @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+                  help="Output directory (overrides 'out_dir' in the config).")
+    def train(config_path: Path, out: Path | None) -> None:
+        """Train a model as CONFIG.yaml says (trainer: sft | grpo | ppo).
+
+        Writes metrics.jsonl, checkpoints/ and final/ under the output directory. Exit codes:
+        0 done, 2 config error, 3 infrastructure error (missing library, device, data).
+        """
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        from rtlforge.core.errors import PluginError, RtlforgeError
+        from rtlforge.trainers import base
+
+        err = Console(stderr=True)
+        _quiet_library_bars()
+        try:
+            host = _host_with_trainers()
+            config = base.load_config(config_path, host=host)
+            out_dir = base.resolve_out_dir(config, out)
+            cls = host.get("trainer", config.trainer)
+        except (base.TrainerConfigError, PluginError) as exc:
+            err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
+            sys.exit(EXIT_CONFIG)
+
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeElapsedColumn(),
+                      "{task.fields[info]}", console=err) as progress:
+            bar = progress.add_task(f"{config.trainer} training", total=config.steps, info="")
+
+            def on_record(record: Any) -> None:
+                step = record.get("step")
+                if isinstance(step, int):
+                    shown = {k: record[k] for k in ("loss", "reward_mean")
+                             if isinstance(record.get(k), int | float)}
+                    progress.update(bar, completed=step,
+                                    info=" ".join(f"{k}={v:.4g}" for k, v in shown.items()))
+
+            try:
+                trainer = _construct(cls, config, host, out_dir, on_record)
+                summary = trainer.train()
+            except base.TrainerConfigError as exc:
+                err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
+                sys.exit(EXIT_CONFIG)
+            except (RtlforgeError, OSError, ImportError) as exc:
+                err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+                sys.exit(EXIT_INFRA)
+        import json
+
+        click.echo(json.dumps(summary, indent=2, default=str))
+        sys.exit(EXIT_OK)
+
+
+def _quiet_library_bars() -> None:
+    """The CLI draws one rich bar; the libraries' own tqdm bars would interleave with it."""
+    for module, func in (("datasets", "disable_progress_bars"),
+                         ("transformers.utils.logging", "disable_progress_bar")):
+        try:
+            getattr(importlib.import_module(module), func)()
+        except (ImportError, AttributeError):
+            continue
+
+
+def _construct(cls: Any, config: Any, host: Any, out_dir: Path, on_record: Any) -> Any:
+    """Build a trainer; ``out_dir``/``progress`` are passed only to trainers that take them."""
+    import inspect
+
+    params = inspect.signature(cls).parameters
+    kwargs: dict[str, Any] = {"host": host}
+    if "out_dir" in params:
+        kwargs["out_dir"] = out_dir
+    else:  # the contract's minimal constructor: carry --out through the config
+        config = config.model_copy(update={"out_dir": str(out_dir)})
+    if "progress" in params:
+        kwargs["progress"] = on_record
+    return cls(config, **kwargs)
