@@ -421,3 +421,10 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     result = scope["result"]
     assert result.summary["metrics"]["methods"]["pareto"]["rhv"]["4"] == pytest.approx(1.0)
     assert result.paths["report.html"].is_file()
+
+
+def test_repeated_generator_options_collect_into_a_list() -> None:
+    from rtlforge.plugins.explore import _options
+
+    opts = _options(("path=a.jsonl", "path=b", "path=c", "n=2", "flag=true"), "--generator-option")
+    assert opts == {"path": ["a.jsonl", "b", "c"], "n": 2, "flag": True}

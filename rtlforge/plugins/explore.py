@@ -14,18 +14,31 @@ from rtlforge.core.hookspecs import hookimpl
 
 
 def _options(items: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """``k=v`` pairs; values that parse as JSON (numbers, true, lists) are typed, else text."""
+    """``k=v`` pairs; values that parse as JSON (numbers, true, lists) are typed, else text.
+
+    A key given more than once collects its values into a list (``path=a path=b``), rather
+    than the last one silently winning.
+    """
     import click
 
     out: dict[str, Any] = {}
+    repeated: set[str] = set()
     for item in items:
-        key, sep, value = item.partition("=")
+        key, sep, raw = item.partition("=")
         if not sep or not key:
             raise click.UsageError(f"{flag} {item!r}: expected KEY=VALUE")
+        key = key.replace("-", "_")
         try:
-            out[key.replace("-", "_")] = json.loads(value)
+            value: Any = json.loads(raw)
         except ValueError:
-            out[key.replace("-", "_")] = value
+            value = raw
+        if key not in out:
+            out[key] = value
+        elif key in repeated:
+            out[key].append(value)
+        else:
+            out[key] = [out[key], value]
+            repeated.add(key)
     return out
 
 
