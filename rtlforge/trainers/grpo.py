@@ -1,0 +1,618 @@
+"""GRPO for sequential Pareto RTL generation, on TRL's ``GRPOTrainer``.
+
+"Pareto-Optimal RTL Code Generation via Multi-Objective RL" trains with GRPO: G samples per
+prompt, advantages ``(R - mean) / std`` within each group, a clipped-ratio objective averaged per
+token, and a KL penalty of weight β to the reference policy. TRL implements exactly that; this
+module only configures it (``trl_args`` shows the mapping), feeds it the reward library through
+its TRL adapter, logs what the paper's analysis needs, and wraps it in the generation loop of
+§4.2 (:func:`rtlforge.trainers.datasets.reconstruct`).
+
+Abstaining rewards. The reward returns ``None`` for infrastructure failures. TRL 1.16 turns
+``None`` into NaN (``_calculate_rewards``), computes group means and stds with ``nanmean`` /
+``nanstd`` and sets the advantage of a completion no reward function scored to 0; that is the
+exclusion we want, so ``None`` is handed to TRL unchanged and never becomes 0 here.
+
+Heavy imports (torch, transformers, trl, peft, datasets) happen inside functions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rtlforge.core.interfaces import Trainer
+from rtlforge.rewards.adapters import RewardSpec, TRLReward
+from rtlforge.rewards.base import completion_text
+from rtlforge.trainers.base import (
+    MetricsWriter,
+    TrainerConfig,
+    TrainerConfigError,
+    build_model_and_tokenizer,
+    load_checkpoint,
+    resolve_out_dir,
+    save_checkpoint,
+    seed_everything,
+)
+from rtlforge.trainers.datasets import (
+    MAX_HISTORY,
+    PER_LENGTH_CAP,
+    Rollout,
+    history_key,
+    initial_rows,
+    reconstruct,
+)
+
+log = structlog.get_logger("rtlforge.trainers.grpo")
+
+__all__ = ["PRESETS", "ChoiceSpec", "GRPOConfig", "GRPOTrainer", "Preset", "RolloutReward",
+           "group_stats"]
+
+Baseline = Literal["single-objective-ppa", "seq-tb", "seq-tb-ppa", "seq-hvc", "repetition-penalty"]
+
+
+class Preset(BaseModel):
+    """What a paper baseline fixes: the reward and whether prompts show the circuit history."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reward: str
+    template: str
+    sequential: bool
+    reward_kwargs: dict[str, Any] = Field(default_factory=dict)
+    doc: str = ""
+
+
+#: The paper's methods as configurations of one trainer (docs/training.md, "GRPO").
+PRESETS: dict[str, Preset] = {
+    "single-objective-ppa": Preset(
+        reward="testbench+ppa", template="spec", sequential=False,
+        doc="plain spec prompts, reward 1[pass] + (Pg/P)(Ag/A)(Dg/D): one scalar PPA target"),
+    "seq-tb": Preset(
+        reward="testbench", template="pareto", sequential=True,
+        doc="sequential prompts with history, reward 1[pass] only"),
+    "seq-tb-ppa": Preset(
+        reward="testbench+ppa", template="pareto", sequential=True,
+        doc="sequential prompts, reward 1[pass] + scalarised PPA"),
+    "seq-hvc": Preset(
+        reward="sequential-hvc", template="pareto", sequential=True,
+        doc="the paper's method: sequential prompts, reward 1[pass] + clip(HVC | history, 0, 3)"),
+    "repetition-penalty": Preset(
+        reward="repetition-penalty", template="pareto", sequential=True,
+        reward_kwargs={"penalty": 1.0},
+        doc="ablation: TB + scalarised PPA - λ when the circuit repeats its history"),
+}
+
+
+class ChoiceSpec(BaseModel):
+    """A constrained toy task: the completion is a label that picks a prepared circuit.
+
+    The tiny test model cannot write Verilog, but it can learn which of a few labels earns more
+    reward. :class:`RolloutReward` replaces each completion by the variant its first
+    non-space character names (an unknown label becomes empty text, i.e. "no code", reward 0),
+    and the real reward then validates and measures that circuit. ``variants`` maps a label to a
+    ``note`` of ``recorded`` (a JSONL of ``{"task_id", "note", "completion"}``) or, without
+    ``recorded``, to the completion text itself. With ``constrain`` sampling is limited to the
+    labels' tokens (and end-of-sequence) through ``generation_kwargs.suppress_tokens``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str
+    variants: dict[str, str]
+    recorded: str | None = None
+    constrain: bool = True
+
+    @model_validator(mode="after")
+    def _labels(self) -> ChoiceSpec:
+        if not self.variants or any(len(k) != 1 or k.isspace() for k in self.variants):
+            raise ValueError("choice.variants needs single-character, non-space labels")
+        return self
+
+    def texts(self) -> dict[str, str]:
+        """Label -> completion text holding the variant's Verilog."""
+        if self.recorded is None:
+            return dict(self.variants)
+        found: dict[str, str] = {}
+        for line in Path(self.recorded).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line) if line.strip() else None
+            if row and row.get("task_id") == self.task_id:
+                found.setdefault(str(row.get("note")), row["completion"])
+        missing = sorted(set(self.variants.values()) - set(found))
+        if missing:
+            raise TrainerConfigError(f"choice: notes {missing} not in {self.recorded}")
+        return {label: found[note] for label, note in self.variants.items()}
+
+
+class GRPOConfig(TrainerConfig):
+    """GRPO settings; the TRL option each maps to is in :meth:`GRPOTrainer.trl_args`.
+
+    ``steps`` is the total number of optimizer steps, split evenly over ``generations``.
+    """
+
+    trainer: Literal["grpo"] = "grpo"
+    baseline: Baseline = "seq-hvc"
+    reward: str | None = None  # overrides the preset's reward
+    reward_kwargs: dict[str, Any] = Field(default_factory=dict)
+    template: str | None = None  # overrides the preset's template
+    tasks: str
+    task_ids: list[str] | None = None
+    repeat: int = Field(1, ge=1)  # copies of each history-free prompt in the original dataset
+    pipeline: dict[str, Any] = Field(default_factory=lambda: {"timeout": 60.0})
+    reward_cache: str | None = None  # SQLite validation cache shared by worker processes
+    estimator: str = "yosys-sta"
+    estimator_kwargs: dict[str, Any] = Field(default_factory=dict)
+    # GRPO
+    num_generations: int = Field(8, ge=2)  # G
+    prompts_per_step: int = Field(1, ge=1)  # groups per optimizer step
+    max_completion_length: int = Field(1024, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    learning_rate: float = Field(1e-6, gt=0)
+    beta: float = Field(0.04, ge=0)  # KL weight
+    epsilon: float = Field(0.2, gt=0)  # clip range
+    num_iterations: int = Field(1, ge=1)  # μ: policy updates per batch of samples
+    loss_type: Literal["grpo", "dapo", "bnpo", "dr_grpo"] = "grpo"
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    # generation-based training (paper §4.2)
+    generations: int = Field(1, ge=1)
+    max_history: int = Field(MAX_HISTORY, ge=1)
+    per_length_cap: int = Field(PER_LENGTH_CAP, ge=1)
+    # devices: GPU-only paths, configured here, never exercised on CPU
+    bf16: bool = False
+    use_vllm: bool = False
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    choice: ChoiceSpec | None = None
+    trl: dict[str, Any] = Field(default_factory=dict)  # extra TRL GRPOConfig options, verbatim
+
+    @property
+    def preset(self) -> Preset:
+        return PRESETS[self.baseline]
+
+    @property
+    def reward_name(self) -> str:
+        return self.reward or self.preset.reward
+
+    @property
+    def template_name(self) -> str:
+        return self.template or self.preset.template
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GRPOConfig:
+        if self.generations > 1 and not PRESETS[self.baseline].sequential:
+            raise ValueError(f"baseline {self.baseline!r} has no circuit history: "
+                             "generations must be 1")
+        if self.steps < self.generations:
+            raise ValueError("steps must be at least generations (one step per generation)")
+        return self
+
+
+# --------------------------------------------------------------------------------------------
+# reward wrapper
+# --------------------------------------------------------------------------------------------
+
+
+def group_stats(rewards: Sequence[float | None], codes: Sequence[str | None],
+                group_size: int) -> dict[str, float]:
+    """Per-call statistics of a batch laid out as consecutive groups of ``group_size``.
+
+    A group has no signal when fewer than two of its members were scored or all scored members
+    got the same reward: its advantages are all zero. ``None`` rewards are left out, never 0.
+    """
+    n_groups = max(1, len(rewards) // group_size)
+    zero, unique = 0, []
+    for g in range(n_groups):
+        part = [r for r in rewards[g * group_size:(g + 1) * group_size] if r is not None]
+        if len(part) < 2 or max(part) - min(part) <= 1e-12:
+            zero += 1
+        unique.append(len({c for c in codes[g * group_size:(g + 1) * group_size] if c}))
+    return {"zero_signal_groups": float(zero), "groups": float(n_groups),
+            "unique_circuits": float(np.mean(unique)) if unique else 0.0,
+            "abstained": float(sum(r is None for r in rewards))}
+
+
+class RolloutReward(TRLReward):
+    """The TRL adapter plus what training needs to see: per-sample details and group stats.
+
+    It scores with the reward's ``score_detailed`` (so verdicts, PPA and HVC are kept for the
+    next generation's dataset), passes group statistics to TRL's ``log_metric`` (they land in
+    the same per-step log as TRL's own metrics), and keeps :class:`Rollout` records in
+    ``rollouts`` (per process; the trainer drains them after each generation). Pickles as its
+    spec, like the adapter.
+    """
+
+    def __init__(self, spec: RewardSpec | None = None, /, *, group_size: int = 1,
+                 choice: ChoiceSpec | None = None, **fields: Any) -> None:
+        super().__init__(spec, **fields)
+        self.group_size = group_size
+        self.choice = choice
+        self._choice_texts = choice.texts() if choice is not None else None
+        self.rollouts: list[Rollout] = []
+        self.last_stats: dict[str, float] = {}
+        self.seconds = 0.0
+        self.scored = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        choice = self.choice.model_dump() if self.choice is not None else None
+        return {**super().__getstate__(), "group_size": self.group_size, "choice": choice}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        choice = ChoiceSpec(**state["choice"]) if state.get("choice") else None
+        self.__init__(RewardSpec(**state["spec"]), group_size=state["group_size"],  # type: ignore[misc]
+                      choice=choice)
+
+    def map_completion(self, text: str) -> str:
+        """The text the reward sees: the chosen variant in choice mode, else ``text``."""
+        if self._choice_texts is None:
+            return text
+        label = text.strip()[:1]
+        return self._choice_texts.get(label, "")
+
+    def __call__(self, prompts: Sequence[Any] | None = None,
+                 completions: Sequence[Any] | None = None, **columns: Any) -> list[float | None]:
+        from rtlforge.core.errors import ExtractionError
+        from rtlforge.core.extract import extract_verilog
+        from rtlforge.core.models import Verdict
+        from rtlforge.trainers.datasets import group_hvc
+
+        start = time.perf_counter()
+        texts = [self.map_completion(completion_text(c)) for c in completions or []]
+        n = len(texts)
+        wanted = {k: v for k, v in columns.items() if k in ("task_id", "history", "golden_ppa")}
+        reward = self.reward
+        if hasattr(reward, "score_detailed"):
+            details = reward.score_detailed(list(prompts or [""] * n), texts, **wanted)
+        else:  # a reward without details: scores only
+            details = None
+            scores = reward.score(list(prompts or [""] * n), texts, **wanted)
+        codes: list[str | None] = []
+        for t in texts:
+            try:
+                codes.append(extract_verilog(t))
+            except ExtractionError:
+                codes.append(None)
+        histories = list(wanted.get("history") or [None] * n)
+        task_ids = [str(t) for t in wanted.get("task_id") or [""] * n]
+        rewards: list[float | None] = []
+        passed = hvcs = 0.0
+        n_hvc = n_scored = 0
+        for i in range(n):
+            d = details[i] if details is not None else None
+            r = d.reward if d is not None else scores[i]
+            rewards.append(None if r is None or not math.isfinite(r) else float(r))
+            ok = d is not None and d.verdict is Verdict.PASS
+            hvc = d.hvc if d is not None else None
+            if hvc is None and d is not None and d.objectives is not None:
+                hvc = group_hvc(histories[i], d.objectives)  # baselines: HVC for the log only
+            self.rollouts.append(Rollout(
+                task_id=task_ids[i], history=history_key(histories[i]), code=codes[i],
+                reward=rewards[i], passed=ok, ppa=d.ppa if d is not None else None,
+                objectives=d.objectives if d is not None else None, hvc=hvc))
+            if rewards[i] is not None:
+                n_scored += 1
+                passed += ok
+                if hvc is not None:
+                    hvcs += hvc
+                    n_hvc += 1
+        stats = group_stats(rewards, codes, self.group_size)
+        stats["pass_rate"] = passed / n_scored if n_scored else math.nan
+        stats["hvc_mean"] = hvcs / n_hvc if n_hvc else math.nan
+        self.last_stats = stats
+        self.seconds += time.perf_counter() - start
+        self.scored += n
+        log_metric = columns.get("log_metric")
+        if callable(log_metric):
+            for key, value in stats.items():
+                if math.isfinite(value):
+                    log_metric(f"rtlforge/{key}", value)
+        return rewards
+
+
+# --------------------------------------------------------------------------------------------
+# trainer
+# --------------------------------------------------------------------------------------------
+
+#: TRL log key -> metrics.jsonl key
+_LOG_KEYS = {
+    "reward": "reward_mean", "reward_std": "reward_std", "kl": "kl",
+    "clip_ratio/region_mean": "clip_fraction", "entropy": "entropy", "loss": "loss",
+    "frac_reward_zero_std": "frac_reward_zero_std", "learning_rate": "learning_rate",
+    "grad_norm": "grad_norm", "completions/mean_length": "completion_length",
+    "rtlforge/pass_rate": "pass_rate", "rtlforge/hvc_mean": "hvc_mean",
+    "rtlforge/unique_circuits": "unique_circuits",
+    "rtlforge/zero_signal_groups": "zero_signal_groups", "rtlforge/groups": "groups",
+    "rtlforge/abstained": "abstained",
+}
+
+
+class GRPOTrainer(Trainer):
+    """The ``grpo`` trainer plugin: ``GRPOTrainer(config).train()`` -> summary dict."""
+
+    name: ClassVar[str] = "grpo"
+    config_class: ClassVar[type[GRPOConfig]] = GRPOConfig
+
+    def __init__(self, config: GRPOConfig, *, host: Any = None, out_dir: str | Path | None = None,
+                 progress: Any = None) -> None:
+        if not isinstance(config, GRPOConfig):
+            config = GRPOConfig.model_validate(config.model_dump())
+        self.config = config
+        self.host = host
+        self.out = resolve_out_dir(config, out_dir)
+        self.progress = progress
+        self.step = 0
+        self.generation = 0
+        self.rows: list[dict[str, Any]] | None = None
+        self.original: list[dict[str, Any]] | None = None
+        self._trl: Any = None
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._reward: RolloutReward | None = None
+        self.timings: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ pieces
+
+    def reward_function(self) -> RolloutReward:
+        """The TRL reward function for this config (the reward library's TRL adapter)."""
+        if self._reward is None:
+            cfg = self.config
+            spec = RewardSpec(
+                reward=cfg.reward_name, tasks=cfg.tasks,
+                kwargs={**cfg.preset.reward_kwargs, **cfg.reward_kwargs},
+                pipeline=cfg.pipeline, cache=cfg.reward_cache, estimator=cfg.estimator,
+                estimator_kwargs=cfg.estimator_kwargs)
+            self._reward = RolloutReward(spec, group_size=cfg.num_generations, choice=cfg.choice)
+        return self._reward
+
+    def tasks(self) -> dict[str, Any]:
+        from rtlforge.rewards.base import resolve_tasks
+
+        cfg = self.config
+        lookup = resolve_tasks(cfg.tasks)
+        ids = cfg.task_ids or ([cfg.choice.task_id] if cfg.choice else None)
+        if ids is None:
+            from rtlforge.core.tasks import load_rtllm, load_tasks
+
+            root = Path(cfg.tasks)
+            loaded = load_tasks(root) if any(root.glob("*/task.toml")) else load_rtllm(root)
+            return {t.id: t for t in loaded}
+        out = {}
+        for tid in ids:
+            task = lookup(tid)
+            if task is None:
+                raise TrainerConfigError(f"task {tid!r} is not in {cfg.tasks}")
+            out[tid] = task
+        return out
+
+    def trl_args(self, max_steps: int, tokenizer: Any = None) -> Any:
+        """TRL ``GRPOConfig`` for this run; the paper quantity each option sets is commented."""
+        from trl import GRPOConfig as TRLConfig
+
+        cfg = self.config
+        gen_kwargs: dict[str, Any] = {}
+        if cfg.choice is not None and cfg.choice.constrain and tokenizer is not None:
+            allowed = {tokenizer.encode(label, add_special_tokens=False)[0]
+                       for label in cfg.choice.variants}
+            eos = tokenizer.eos_token_id
+            allowed |= set(eos if isinstance(eos, list) else [eos])
+            gen_kwargs["suppress_tokens"] = [i for i in range(len(tokenizer)) if i not in allowed]
+        extra = dict(cfg.trl)
+        if "generation_kwargs" in extra:
+            gen_kwargs.update(extra.pop("generation_kwargs"))
+        return TRLConfig(
+            output_dir=str(self.out / "trl"),
+            seed=cfg.seed,
+            use_cpu=cfg.model.device == "cpu",
+            bf16=cfg.bf16,
+            max_steps=max_steps,
+            num_generations=cfg.num_generations,  # G: samples per prompt (one group)
+            per_device_train_batch_size=cfg.num_generations * cfg.prompts_per_step,
+            gradient_accumulation_steps=1,
+            steps_per_generation=1,  # sample a fresh batch for every optimizer step ...
+            num_iterations=cfg.num_iterations,  # ... and reuse it μ times (ratio ≠ 1 when μ > 1)
+            scale_rewards=cfg.scale_rewards,  # "group": A = (R - mean_G) / std_G
+            loss_type=cfg.loss_type,  # "grpo": 1/G Σ_i 1/|o_i| Σ_t (per-token average)
+            epsilon=cfg.epsilon,  # clip(ratio, 1 - ε, 1 + ε)
+            beta=cfg.beta,  # β · KL(π_θ || π_ref), k3 estimator per token
+            learning_rate=cfg.learning_rate,
+            lr_scheduler_type="constant",
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_completion_length=cfg.max_completion_length,
+            generation_kwargs=gen_kwargs or None,
+            use_vllm=cfg.use_vllm,
+            vllm_mode=cfg.vllm_mode,
+            vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            remove_unused_columns=False,
+            disable_dropout=True,
+            dataloader_num_workers=0,
+            **extra,
+        )
+
+    def _rows(self) -> list[dict[str, Any]]:
+        if self.rows is None:
+            cfg = self.config
+            self.original = initial_rows(self.tasks().values(), cfg.template_name,
+                                         repeat=cfg.repeat)
+            self.rows = [dict(r) for r in self.original]
+        return self.rows
+
+    def _setup(self) -> None:
+        if self._trl is not None:
+            return
+        import torch
+        from datasets import Dataset
+        from trl import GRPOTrainer as TRLTrainer
+
+        cfg = self.config
+        seed_everything(cfg.seed)
+        if cfg.model.threads is not None:
+            torch.set_num_threads(cfg.model.threads)
+        base = cfg.model.model_copy(update={"lora": None})
+        model, tokenizer = build_model_and_tokenizer(base, self.out, seed=cfg.seed)
+        peft_config = None
+        if cfg.model.lora is not None:
+            from peft import LoraConfig
+
+            lora = cfg.model.lora
+            peft_config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                                     target_modules=lora.target_modules, task_type="CAUSAL_LM")
+        self._tokenizer = tokenizer
+        self._trl = TRLTrainer(
+            model=model, reward_funcs=[self.reward_function()],
+            args=self.trl_args(self._steps_for(0), tokenizer),
+            train_dataset=Dataset.from_list(self._rows()), processing_class=tokenizer,
+            peft_config=peft_config, callbacks=[_MetricsCallback(self)])
+        self._model = self._trl.model
+
+    def _steps_for(self, generation: int) -> int:
+        cfg = self.config
+        per = cfg.steps // cfg.generations
+        return per + (cfg.steps - per * cfg.generations if generation == cfg.generations - 1 else 0)
+
+    # ------------------------------------------------------------------ Trainer API
+
+    def train(self) -> dict[str, Any]:
+        """Run the remaining generations; returns a summary (steps, last metrics, dataset size)."""
+        from datasets import Dataset
+
+        cfg = self.config
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._setup()
+        self._writer = MetricsWriter(self.out / cfg.logging.metrics_file,
+                                     truncate_after=self.step, callback=self.progress)
+        self.last: dict[str, Any] = {}
+        try:
+            while self.generation < cfg.generations:
+                done_before = sum(self._steps_for(g) for g in range(self.generation))
+                todo = self._steps_for(self.generation) - (self.step - done_before)
+                if todo > 0:
+                    self._offset = self.step
+                    self._trl.args.max_steps = todo
+                    self._trl.train_dataset = Dataset.from_list(self._rows())
+                    self.reward_function().rollouts.clear()
+                    self._trl.train()
+                rollouts = list(self.reward_function().rollouts)
+                if cfg.generations > 1 and self.generation < cfg.generations - 1:
+                    self.rows = reconstruct(
+                        self.original or [], self._rows(), rollouts, self.tasks(),
+                        cfg.template_name, generation=self.generation,
+                        max_history=cfg.max_history, per_length_cap=cfg.per_length_cap)
+                    lengths = [r["history_len"] for r in self.rows]
+                    log.info("generation_done", generation=self.generation, rows=len(self.rows),
+                             by_length={k: lengths.count(k) for k in sorted(set(lengths))})
+                self.generation += 1
+        finally:
+            self._writer.close()
+        return {"steps": self.step, "generations": self.generation, "rows": len(self._rows()),
+                "metrics": self.last, "out_dir": str(self.out)}
+
+    def evaluate(self) -> dict[str, Any]:
+        """Sample one group per dataset row with the current policy and score it (no update)."""
+        self._setup()
+        trainer = self._trl
+        rows = self._rows()
+        reward = self.reward_function()
+        before = len(reward.rollouts)
+        from datasets import Dataset
+
+        trainer.eval_dataset = Dataset.from_list(rows)
+        trainer.args.per_device_eval_batch_size = self.config.num_generations
+        out = trainer.evaluate()
+        new = reward.rollouts[before:]
+        scored = [r.reward for r in new if r.reward is not None]
+        return {"reward_mean": float(np.mean(scored)) if scored else None,
+                "pass_rate": float(np.mean([r.passed for r in new])) if new else None,
+                "samples": len(new), **{k: v for k, v in out.items() if isinstance(v, float)}}
+
+    def save(self, path: Path) -> None:
+        """Weights/adapter + optimizer + scheduler + RNG + step, generation and dataset rows."""
+        self._setup()
+        trainer = self._trl
+
+        def save_model(d: Path) -> None:
+            trainer.model.save_pretrained(d)
+            self._tokenizer.save_pretrained(d)
+
+        save_checkpoint(path, step=self.step, optimizer=trainer.optimizer,
+                        scheduler=trainer.lr_scheduler, save_model=save_model,
+                        state={"generation": self.generation, "rows": self._rows(),
+                               "original": self.original, "trainer": "grpo"})
+
+    def resume(self, path: Path) -> None:
+        """Restore a :meth:`save` checkpoint; the next :meth:`train` continues from its step.
+
+        The optimizer and scheduler are created by TRL on the first ``train`` step; their state
+        is loaded into them then (see ``_MetricsCallback.on_train_begin``).
+        """
+        import torch
+
+        self._setup()
+        trainer = self._trl
+        state = load_checkpoint(path)
+        self.step = state.step
+        self.generation = int(state.state.get("generation", 0))
+        self.rows = state.state.get("rows")
+        self.original = state.state.get("original")
+        model = trainer.model
+        weights = Path(path)
+        if hasattr(model, "load_adapter") and (weights / "adapter_model.safetensors").exists():
+            from peft import set_peft_model_state_dict
+            from safetensors.torch import load_file
+
+            set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
+        else:
+            from safetensors.torch import load_file
+
+            model.load_state_dict(load_file(weights / "model.safetensors"), strict=False)
+        self._pending_optim = (torch.load(Path(path) / "optimizer.pt", weights_only=True)
+                               if (Path(path) / "optimizer.pt").exists() else None)
+
+    # ------------------------------------------------------------------ logging
+
+    def _record(self, global_step: int, logs: Mapping[str, Any]) -> None:
+        self.step = self._offset + global_step
+        record: dict[str, Any] = {"step": self.step, "generation": self.generation}
+        for key, name in _LOG_KEYS.items():
+            value = logs.get(key)
+            record[name] = value if value is None or not isinstance(value, float) or math.isfinite(
+                value) else None
+        record.setdefault("reward_mean", None)
+        self.last = record
+        self._writer.write(record)
+
+
+class _MetricsCallback:
+    """A ``TrainerCallback`` (duck-typed, so this module imports no transformers) that writes one
+    metrics.jsonl line per optimizer step from TRL's logs."""
+
+    def __init__(self, owner: GRPOTrainer) -> None:
+        self.owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("on_"):
+            return lambda *a, **k: None
+        raise AttributeError(name)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        pending = getattr(self.owner, "_pending_optim", None)
+        optimizer = kw.get("optimizer")
+        if pending is not None and optimizer is not None:
+            optimizer.load_state_dict(pending)
+            self.owner._pending_optim = None
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None,
+               **kw: Any) -> None:
+        if not logs or "train_runtime" in logs or not any(k in logs for k in ("reward", "loss")):
+            return
+        self.owner._record(state.global_step, logs)
