@@ -302,3 +302,111 @@ def test_generations_rebuild_dataset_and_resume(tmp_path: Path) -> None:
     for (n, a), (_, b) in zip(trainer._trl.model.named_parameters(),
                               again._trl.model.named_parameters(), strict=True):
         assert torch.equal(a, b), n
+
+
+class _Killed(Exception):
+    """Stands for the process dying right after a step's metrics line was written."""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("yosys") is None or shutil.which("sta") is None
+                    or shutil.which("iverilog") is None, reason="needs iverilog, yosys, sta")
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    """Killed after steps 3, 5, 6 and 7, resumed each time from the latest checkpoint.
+
+    Two generations of four steps with the real HVC reward and a checkpoint every step, so the
+    resumes land mid-generation 0 (step 2: its rollouts so far must survive for reconstruction),
+    on the generation boundary (step 4: reconstruct, then a fresh generation with the restored
+    RNG and optimizer), and in generation 1's two-row dataset one batch into an epoch (step 5:
+    HF skips a batch) and at the start of its second epoch (step 6: the prompt order must be
+    that epoch's, not the first one's).
+    """
+    import torch
+
+    from rtlforge.trainers.base import read_metrics
+
+    over: dict[str, Any] = {"steps": 8, "generations": 2, "checkpoint": {"every": 1, "keep": 2}}
+    full = _trainer(tmp_path / "full", **over)
+    full.train()
+
+    out = tmp_path / "killed"
+    first_steps: list[int] = []
+    for kill in (3, 5, 6, 7, None):
+        trainer = _trainer(out, **{**over, "checkpoint": {"every": 1, "keep": 2,
+                                                          "resume_from": "latest"}})
+        seen: list[int] = []
+
+        def progress(record: Any, kill: int | None = kill, seen: list[int] = seen) -> None:
+            seen.append(record["step"])
+            if record["step"] == kill:
+                raise _Killed
+
+        trainer.progress = progress
+        try:
+            trainer.train()
+        except _Killed:
+            assert kill is not None
+        first_steps.append(seen[0])
+    assert first_steps == [1, 3, 5, 6, 7]  # i.e. resumed from checkpoints 2, 4, 5 and 6
+
+    a, b = read_metrics(tmp_path / "full" / "metrics.jsonl"), read_metrics(out / "metrics.jsonl")
+    assert [r["step"] for r in b] == list(range(1, 9))
+    assert [r["generation"] for r in b] == [0] * 4 + [1] * 4
+    diffs: dict[str, float] = {}
+    for ra, rb in zip(a, b, strict=True):
+        for key in ("reward_mean", "loss", "grad_norm", "entropy", "hvc_mean", "pass_rate"):
+            assert rb[key] == pytest.approx(ra[key], abs=1e-4), (ra["step"], key)
+            diffs[key] = max(diffs.get(key, 0.0), abs(rb[key] - ra[key]))
+    worst = 0.0
+    with torch.no_grad():
+        for (name, pa), (_, pb) in zip(full._trl.model.named_parameters(),
+                                       trainer._trl.model.named_parameters(), strict=True):
+            torch.testing.assert_close(pa, pb, rtol=0, atol=1e-5, msg=name)
+            worst = max(worst, float((pa - pb).abs().max()))
+    assert trainer.rows == full.rows and trainer.generation == full.generation == 2
+    print(f"max abs diffs: {diffs}, parameters {worst:.3g}")
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["checkpoint-6",
+                                                                       "checkpoint-7"]
+    assert (out / "final" / "rtlforge_checkpoint.json").is_file()
+
+
+@pytest.mark.slow
+def test_resume_between_reuses_of_a_sample_batch(tmp_path: Path) -> None:
+    """μ = 2 with LoRA and β > 0: checkpoint-1 falls between the two updates on one sample
+    batch, so TRL's buffered batch must come back with it (else it would sample afresh)."""
+    import torch
+
+    from rtlforge.trainers.base import read_metrics
+
+    table: dict[str, float | None] = {"A": 0.0, "B": 1.0, "C": 2.0, "D": 0.5, "": 0.0}
+    over: dict[str, Any] = {"steps": 4, "num_iterations": 2, "beta": 0.04,
+                            "model": {"build_tiny": {}, "lora": {"r": 4}},
+                            "checkpoint": {"every": 1, "keep": 1}}
+    full = _trainer(tmp_path / "full", table, **over)
+    full.train()
+    out = tmp_path / "killed"
+    for kill in (2, None):
+        trainer = _trainer(out, table, **{**over, "checkpoint": {"every": 1, "keep": 1,
+                                                                 "resume_from": "latest"}})
+
+        def progress(record: Any, kill: int | None = kill) -> None:
+            if record["step"] == kill:
+                raise _Killed
+
+        trainer.progress = progress
+        try:
+            trainer.train()
+        except _Killed:
+            assert (out / "checkpoints" / "checkpoint-1" / "grpo_buffer.pt").is_file()
+    a, b = read_metrics(tmp_path / "full" / "metrics.jsonl"), read_metrics(out / "metrics.jsonl")
+    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    for ra, rb in zip(a, b, strict=True):
+        for key in ("reward_mean", "loss", "grad_norm", "kl", "clip_fraction"):
+            if ra[key] is None:
+                assert rb[key] is None, (ra["step"], key)
+            else:
+                assert rb[key] == pytest.approx(ra[key], abs=1e-4), (ra["step"], key)
+    with torch.no_grad():
+        for (name, pa), (_, pb) in zip(full._trl.model.named_parameters(),
+                                       trainer._trl.model.named_parameters(), strict=True):
+            torch.testing.assert_close(pa, pb, rtol=0, atol=1e-5, msg=name)

@@ -12,15 +12,26 @@ Abstaining rewards. The reward returns ``None`` for infrastructure failures. TRL
 ``nanstd`` and sets the advantage of a completion no reward function scored to 0; that is the
 exclusion we want, so ``None`` is handed to TRL unchanged and never becomes 0 here.
 
+Checkpoints and resume. A checkpoint (``checkpoint.every``, ``OUT/checkpoints``) holds the
+weights/adapter, optimizer, scheduler, RNG, TRL's ``trainer_state.json`` and the generation loop's
+state: generation index, dataset pool (rows with their histories) and the current generation's
+rollouts so far, which reconstruction needs. Inside a generation the run resumes through
+``transformers.Trainer``'s ``resume_from_checkpoint`` (optimizer, scheduler, RNG, data position);
+at a generation boundary the loop reconstructs the next dataset from the saved rollouts and starts
+it with the restored RNG and optimizer. TRL's prompt shuffle is made a function of (seed, epoch)
+(:class:`_EpochSeededSampler`): TRL's own sampler keeps one generator across epochs, which a
+resumed run cannot reposition.
+
 Heavy imports (torch, transformers, trl, peft, datasets) happen inside functions.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -32,12 +43,19 @@ from rtlforge.core.interfaces import Trainer
 from rtlforge.rewards.adapters import RewardSpec, TRLReward
 from rtlforge.rewards.base import completion_text
 from rtlforge.trainers.base import (
+    RNG_FILE,
+    CheckpointError,
     MetricsWriter,
+    ProgressCallback,
     TrainerConfig,
     TrainerConfigError,
     build_model_and_tokenizer,
+    checkpoint_path,
+    latest_checkpoint,
     load_checkpoint,
+    prune_checkpoints,
     resolve_out_dir,
+    restore_rng_state,
     save_checkpoint,
     seed_everything,
 )
@@ -333,14 +351,75 @@ _LOG_KEYS = {
 }
 
 
+#: the buffered generation batch TRL reuses for μ > 1 (``num_iterations``), saved mid-reuse
+_BUFFER_FILE = "grpo_buffer.pt"
+#: ``transformers.Trainer``'s step/epoch state, which ``resume_from_checkpoint`` reads
+_HF_STATE_FILE = "trainer_state.json"
+
+
+class _EpochSeededSampler:
+    """TRL's ``RepeatSampler`` reseeded from ``seed + epoch`` at every pass.
+
+    TRL seeds one generator when the sampler is built and lets it run on across epochs, so the
+    order of epoch *k* depends on every earlier pass; a resumed run builds a fresh sampler and
+    would replay epoch 0's order. ``transformers.Trainer`` calls ``set_epoch`` before each pass
+    (also on a resumed one), so seeding from the epoch makes the order reproducible from the
+    step count alone. The wrapped sampler does the grouping and repetition unchanged.
+    """
+
+    def __init__(self, inner: Any, seed: int) -> None:
+        self.inner = inner
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __iter__(self) -> Iterator[int]:
+        generator = getattr(self.inner, "generator", None)
+        if generator is not None:
+            generator.manual_seed(self.seed + self.epoch)
+        return iter(self.inner)
+
+
+_TRL_CLASS: type | None = None
+
+
+def _trl_trainer_class() -> type:
+    """TRL's ``GRPOTrainer`` with :class:`_EpochSeededSampler` (built lazily: imports trl)."""
+    global _TRL_CLASS
+    if _TRL_CLASS is None:
+        from trl import GRPOTrainer as TRLTrainer
+
+        class _Trainer(TRLTrainer):  # type: ignore[misc,valid-type]
+            def _get_train_sampler(self, dataset: Any = None) -> Any:
+                return _EpochSeededSampler(super()._get_train_sampler(dataset), self.args.seed)
+
+        _TRL_CLASS = _Trainer
+    return _TRL_CLASS
+
+
+def _rollout_from_json(data: Mapping[str, Any]) -> Rollout:
+    objectives = data.get("objectives")
+    return Rollout(**{**data, "objectives": tuple(objectives) if objectives is not None else None})
+
+
 class GRPOTrainer(Trainer):
-    """The ``grpo`` trainer plugin: ``GRPOTrainer(config).train()`` -> summary dict."""
+    """The ``grpo`` trainer plugin: ``GRPOTrainer(config).train()`` -> summary dict.
+
+    ``train()`` resumes by itself when ``checkpoint.resume_from`` is set (a path or ``latest``),
+    writes ``checkpoint.every`` checkpoints to ``OUT/checkpoints`` and the last one to
+    ``OUT/final``. ``progress`` is called with each metrics record after it is written.
+    """
 
     name: ClassVar[str] = "grpo"
     config_class: ClassVar[type[GRPOConfig]] = GRPOConfig
 
     def __init__(self, config: GRPOConfig, *, host: Any = None, out_dir: str | Path | None = None,
-                 progress: Any = None) -> None:
+                 progress: ProgressCallback | None = None) -> None:
         if not isinstance(config, GRPOConfig):
             config = GRPOConfig.model_validate(config.model_dump())
         self.config = config
@@ -355,7 +434,14 @@ class GRPOTrainer(Trainer):
         self._model: Any = None
         self._tokenizer: Any = None
         self._reward: RolloutReward | None = None
+        self._resume_from: Path | None = None
+        self._pending_optim: Any = None
+        self._offset = 0
         self.timings: dict[str, float] = {}
+
+    @property
+    def checkpoint_root(self) -> Path:
+        return self.out / "checkpoints"
 
     # ------------------------------------------------------------------ pieces
 
@@ -402,7 +488,11 @@ class GRPOTrainer(Trainer):
                        for label in cfg.choice.variants}
             eos = tokenizer.eos_token_id
             allowed |= set(eos if isinstance(eos, list) else [eos])
-            gen_kwargs["suppress_tokens"] = [i for i in range(len(tokenizer)) if i not in allowed]
+            if cfg.use_vllm:  # vLLM's SamplingParams has no suppress_tokens, only an allow-list
+                gen_kwargs["allowed_token_ids"] = sorted(allowed)
+            else:
+                gen_kwargs["suppress_tokens"] = [i for i in range(len(tokenizer))
+                                                 if i not in allowed]
         extra = dict(cfg.trl)
         if "generation_kwargs" in extra:
             gen_kwargs.update(extra.pop("generation_kwargs"))
@@ -431,8 +521,9 @@ class GRPOTrainer(Trainer):
             vllm_mode=cfg.vllm_mode,
             vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
             logging_steps=1,
-            save_strategy="no",
+            save_strategy="no",  # checkpoints are ours (atomic), written from _MetricsCallback
             report_to=[],
+            disable_tqdm=True,  # progress goes to metrics.jsonl / the CLI's bar, not stdout
             remove_unused_columns=False,
             disable_dropout=True,
             dataloader_num_workers=0,
@@ -452,7 +543,7 @@ class GRPOTrainer(Trainer):
             return
         import torch
         from datasets import Dataset
-        from trl import GRPOTrainer as TRLTrainer
+        from transformers import PrinterCallback
 
         cfg = self.config
         seed_everything(cfg.seed)
@@ -468,11 +559,12 @@ class GRPOTrainer(Trainer):
             peft_config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                                      target_modules=lora.target_modules, task_type="CAUSAL_LM")
         self._tokenizer = tokenizer
-        self._trl = TRLTrainer(
+        self._trl = _trl_trainer_class()(
             model=model, reward_funcs=[self.reward_function()],
             args=self.trl_args(self._steps_for(0), tokenizer),
             train_dataset=Dataset.from_list(self._rows()), processing_class=tokenizer,
             peft_config=peft_config, callbacks=[_MetricsCallback(self)])
+        self._trl.remove_callback(PrinterCallback)
         self._model = self._trl.model
 
     def _steps_for(self, generation: int) -> int:
@@ -480,32 +572,56 @@ class GRPOTrainer(Trainer):
         per = cfg.steps // cfg.generations
         return per + (cfg.steps - per * cfg.generations if generation == cfg.generations - 1 else 0)
 
+    def _micro_steps_per_sample(self) -> int:
+        """TRL micro-steps between two sampling rounds (1 unless μ > 1 reuses a batch)."""
+        args = self._trl.args
+        return int(args.steps_per_generation) * int(self._trl.num_iterations)
+
     # ------------------------------------------------------------------ Trainer API
 
     def train(self) -> dict[str, Any]:
         """Run the remaining generations; returns a summary (steps, last metrics, dataset size)."""
+        import torch
         from datasets import Dataset
 
         cfg = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         self._setup()
+        spec = cfg.checkpoint.resume_from
+        if self._resume_from is None and spec is not None:
+            found = latest_checkpoint(self.checkpoint_root) if spec == "latest" else Path(spec)
+            if found is not None:  # "latest" with no checkpoint yet: a fresh start
+                self.resume(found)
+        resume, self._resume_from = self._resume_from, None
+        if resume is not None:
+            # the state the saved step ended in; a mid-generation resume gets it again from HF
+            restore_rng_state(torch.load(resume / RNG_FILE, weights_only=True))
         self._writer = MetricsWriter(self.out / cfg.logging.metrics_file,
                                      truncate_after=self.step, callback=self.progress)
         self.last: dict[str, Any] = {}
+        trl = self._trl
+        reward = self.reward_function()
         try:
             while self.generation < cfg.generations:
-                done_before = sum(self._steps_for(g) for g in range(self.generation))
-                todo = self._steps_for(self.generation) - (self.step - done_before)
-                if todo > 0:
-                    self._offset = self.step
-                    self._trl.args.max_steps = todo
-                    self._trl.train_dataset = Dataset.from_list(self._rows())
-                    self.reward_function().rollouts.clear()
-                    self._trl.train()
-                rollouts = list(self.reward_function().rollouts)
+                start = sum(self._steps_for(g) for g in range(self.generation))
+                total = self._steps_for(self.generation)
+                done = self.step - start
+                if done < total:
+                    self._offset = start
+                    trl.args.max_steps = total
+                    trl.train_dataset = Dataset.from_list(self._rows())
+                    trl._step = done * trl.args.gradient_accumulation_steps
+                    hf_resume = None
+                    if done == 0:  # a fresh generation: no samples of the previous dataset
+                        reward.rollouts.clear()
+                        trl._buffered_inputs = None
+                    elif resume is not None:
+                        hf_resume = self._hf_resume(resume, done)
+                    trl.train(resume_from_checkpoint=hf_resume)
+                resume = None
                 if cfg.generations > 1 and self.generation < cfg.generations - 1:
                     self.rows = reconstruct(
-                        self.original or [], self._rows(), rollouts, self.tasks(),
+                        self.original or [], self._rows(), list(reward.rollouts), self.tasks(),
                         cfg.template_name, generation=self.generation,
                         max_history=cfg.max_history, per_length_cap=cfg.per_length_cap)
                     lengths = [r["history_len"] for r in self.rows]
@@ -514,8 +630,27 @@ class GRPOTrainer(Trainer):
                 self.generation += 1
         finally:
             self._writer.close()
+        self.save(self.out / "final")
         return {"steps": self.step, "generations": self.generation, "rows": len(self._rows()),
                 "metrics": self.last, "out_dir": str(self.out)}
+
+    def _hf_resume(self, path: Path, done: int) -> str | None:
+        """Ready a mid-generation resume: TRL's reused sample batch; the path HF resumes from."""
+        import torch
+
+        trl = self._trl
+        if trl._step % self._micro_steps_per_sample():  # μ > 1, between two sampling rounds
+            buffer = path / _BUFFER_FILE
+            if not buffer.is_file():
+                raise CheckpointError(f"{path} was saved while TRL reused a sample batch but has "
+                                      f"no {_BUFFER_FILE}")
+            trl._buffered_inputs = torch.load(buffer, map_location=trl.accelerator.device,
+                                              weights_only=True)
+        if not (path / _HF_STATE_FILE).is_file():
+            log.warning("resume_inexact", checkpoint=str(path), step=done,
+                        reason=f"no {_HF_STATE_FILE}: the data position restarts")
+            return None
+        return str(path)
 
     def evaluate(self) -> dict[str, Any]:
         """Sample one group per dataset row with the current policy and score it (no update)."""
@@ -536,47 +671,63 @@ class GRPOTrainer(Trainer):
                 "samples": len(new), **{k: v for k, v in out.items() if isinstance(v, float)}}
 
     def save(self, path: Path) -> None:
-        """Weights/adapter + optimizer + scheduler + RNG + step, generation and dataset rows."""
+        """Everything a resume needs to continue as if uninterrupted (see the module docstring).
+
+        Beyond the shared layout: TRL's ``trainer_state.json`` (step within the generation, for
+        HF's data skipping), the buffered sample batch while μ > 1 reuses it, and the loop state.
+        """
+        import torch
+
         self._setup()
         trainer = self._trl
 
         def save_model(d: Path) -> None:
             trainer.model.save_pretrained(d)
             self._tokenizer.save_pretrained(d)
+            trainer.state.save_to_json(str(d / _HF_STATE_FILE))
+            if trainer._buffered_inputs is not None and self._micro_steps_per_sample() > 1:
+                torch.save(trainer._buffered_inputs, d / _BUFFER_FILE)
 
+        rollouts = [dataclasses.asdict(r) for r in self.reward_function().rollouts]
         save_checkpoint(path, step=self.step, optimizer=trainer.optimizer,
                         scheduler=trainer.lr_scheduler, save_model=save_model,
                         state={"generation": self.generation, "rows": self._rows(),
-                               "original": self.original, "trainer": "grpo"})
+                               "original": self.original, "rollouts": rollouts,
+                               "trainer": "grpo"})
 
     def resume(self, path: Path) -> None:
         """Restore a :meth:`save` checkpoint; the next :meth:`train` continues from its step.
 
-        The optimizer and scheduler are created by TRL on the first ``train`` step; their state
-        is loaded into them then (see ``_MetricsCallback.on_train_begin``).
+        Weights and the loop state are restored now. RNG, optimizer and scheduler are restored
+        when :meth:`train` starts: inside a generation by HF's ``resume_from_checkpoint``; at a
+        boundary the RNG directly and the optimizer once TRL has created it
+        (``_MetricsCallback.on_train_begin``).
         """
         import torch
+        from safetensors.torch import load_file
 
         self._setup()
-        trainer = self._trl
-        state = load_checkpoint(path)
+        path = Path(path)
+        state = load_checkpoint(path, restore_rng=False)
+        if state.state.get("trainer") not in (None, self.name):
+            raise TrainerConfigError(f"{path} is a {state.state.get('trainer')!r} checkpoint, "
+                                     "not a GRPO one")
         self.step = state.step
         self.generation = int(state.state.get("generation", 0))
         self.rows = state.state.get("rows")
         self.original = state.state.get("original")
-        model = trainer.model
-        weights = Path(path)
-        if hasattr(model, "load_adapter") and (weights / "adapter_model.safetensors").exists():
+        self.reward_function().rollouts[:] = [
+            _rollout_from_json(r) for r in state.state.get("rollouts") or []]
+        model = self._trl.model
+        if hasattr(model, "load_adapter") and (path / "adapter_model.safetensors").exists():
             from peft import set_peft_model_state_dict
-            from safetensors.torch import load_file
 
-            set_peft_model_state_dict(model, load_file(weights / "adapter_model.safetensors"))
+            set_peft_model_state_dict(model, load_file(path / "adapter_model.safetensors"))
         else:
-            from safetensors.torch import load_file
-
-            model.load_state_dict(load_file(weights / "model.safetensors"), strict=False)
-        self._pending_optim = (torch.load(Path(path) / "optimizer.pt", weights_only=True)
-                               if (Path(path) / "optimizer.pt").exists() else None)
+            model.load_state_dict(load_file(path / "model.safetensors"), strict=False)
+        self._pending_optim = (torch.load(path / "optimizer.pt", weights_only=True)
+                               if (path / "optimizer.pt").exists() else None)
+        self._resume_from = path
 
     # ------------------------------------------------------------------ logging
 
@@ -590,11 +741,16 @@ class GRPOTrainer(Trainer):
         record.setdefault("reward_mean", None)
         self.last = record
         self._writer.write(record)
+        every = self.config.checkpoint.every
+        if every and self.step % every == 0 and self.step < self.config.steps:
+            # after the metrics line, so a resumed run never lacks the checkpoint's own step
+            self.save(checkpoint_path(self.checkpoint_root, self.step))
+            prune_checkpoints(self.checkpoint_root, self.config.checkpoint.keep)
 
 
 class _MetricsCallback:
     """A ``TrainerCallback`` (duck-typed, so this module imports no transformers) that writes one
-    metrics.jsonl line per optimizer step from TRL's logs."""
+    metrics.jsonl line per optimizer step from TRL's logs, and the periodic checkpoints."""
 
     def __init__(self, owner: GRPOTrainer) -> None:
         self.owner = owner
@@ -605,7 +761,7 @@ class _MetricsCallback:
         raise AttributeError(name)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        pending = getattr(self.owner, "_pending_optim", None)
+        pending = self.owner._pending_optim
         optimizer = kw.get("optimizer")
         if pending is not None and optimizer is not None:
             optimizer.load_state_dict(pending)
