@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -261,11 +262,12 @@ class ParseFailure:
     too_large: bool = False
 
 
-class _Backend:
+class _Backend(ABC):
     name: ClassVar[BackendName]
 
+    @abstractmethod
     def parse(self, source: str, max_nodes: int) -> CleanTree | ParseFailure:
-        raise NotImplementedError
+        """A cleaned tree of ``source``, or why there is none."""
 
 
 class PyslangBackend(_Backend):

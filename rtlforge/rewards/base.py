@@ -26,6 +26,7 @@ import json
 import math
 import threading
 import time
+from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -633,9 +634,9 @@ class PPAReward(RTLReward):
                                  "the candidate's PPA repeats a circuit in its history")
         self._score_ppa([it for it in items if not it.final], columns)
 
+    @abstractmethod
     def _score_ppa(self, items: list[Item], columns: Mapping[str, Any]) -> None:
         """Set the reward of passing candidates whose PPA step finished (objectives may be None)."""
-        raise NotImplementedError
 
 
 def _is_infra(result: Any) -> bool:
