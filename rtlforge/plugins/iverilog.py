@@ -203,6 +203,17 @@ def icarus_compile_verdict(
     return (Verdict.ERROR if failed else Verdict.PASS), feedback
 
 
+def lint_result(name: str, verdict: Verdict, feedback: Sequence[Feedback], run: ToolRun,
+                start: float) -> StageResult:
+    """A lint stage's result: one tool run, its findings and their counts by severity."""
+    return StageResult(
+        name=name, verdict=verdict, seconds=time.perf_counter() - start,
+        feedback=tuple(feedback), tools=tools_of(run), log=clip_log(run.output),
+        metrics={"errors": sum(f.severity == "error" for f in feedback),
+                 "warnings": sum(f.severity == "warning" for f in feedback)},
+    )
+
+
 def icarus_flags(warnings: Sequence[str]) -> list[str]:
     return ["-g2012", *(f"-W{w}" for w in warnings)]
 
@@ -236,12 +247,7 @@ class IverilogLint(Validator):
         verdict, feedback = icarus_compile_verdict(
             run, stage=self.name, files=files, strict_sorry=self.strict_sorry,
             timeout=ctx.timeout)
-        return StageResult(
-            name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
-            feedback=tuple(feedback), tools=tools_of(run), log=clip_log(run.output),
-            metrics={"errors": sum(f.severity == "error" for f in feedback),
-                     "warnings": sum(f.severity == "warning" for f in feedback)},
-        )
+        return lint_result(self.name, verdict, feedback, run, start)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from rtlforge.plugins.iverilog import (
     compiled_sources,
     flood_feedback,
     infer_testbench_top,
+    lint_result,
     scrub,
     simulation_verdict,
     source_texts,
@@ -86,12 +87,7 @@ class VerilatorLint(Validator):
                 "--top-module", ctx.top, *compiled_sources(ctx.design_files)]
         run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
         verdict, feedback = build_verdict(run, stage=self.name, files=files, timeout=ctx.timeout)
-        return StageResult(
-            name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
-            feedback=tuple(feedback), tools=tools_of(run), log=clip_log(run.output),
-            metrics={"errors": sum(f.severity == "error" for f in feedback),
-                     "warnings": sum(f.severity == "warning" for f in feedback)},
-        )
+        return lint_result(self.name, verdict, feedback, run, start)
 
 
 @dataclass(frozen=True)
