@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from rtlforge.core.errors import ExtractionError, RtlforgeError
 from rtlforge.core.extract import extract_verilog
-from rtlforge.core.interfaces import Generation, GenerationRequest, GenerationUsage
+from rtlforge.core.interfaces import Generation, GenerationRequest, GenerationUsage, Generator
 from rtlforge.core.models import Candidate, Provenance
 
 __all__ = [
@@ -363,6 +363,27 @@ class UsageTracker:
 # --------------------------------------------------------------------------------------------
 # building generations
 # --------------------------------------------------------------------------------------------
+
+
+class ScopedGenerator(Generator):
+    """A generator with a cancel scope and usage counters: the shared cancel/close/usage.
+
+    Subclasses call ``super().__init__()``, run each ``generate`` inside ``self._scope.call()``
+    and record their accounting in ``self._usage``.
+    """
+
+    def __init__(self) -> None:
+        self._scope = CancelScope()
+        self._usage = UsageTracker()
+
+    def usage(self) -> GenerationUsage:
+        return self._usage.snapshot()
+
+    def cancel(self) -> None:
+        self._scope.cancel()
+
+    def close(self) -> None:
+        self._scope.close()
 
 
 def make_generation(

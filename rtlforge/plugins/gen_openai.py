@@ -31,7 +31,6 @@ import structlog
 
 from rtlforge import __version__
 from rtlforge.core.generation import (
-    CancelScope,
     CancelToken,
     ConcurrencyLimiter,
     GenerationCancelled,
@@ -42,7 +41,7 @@ from rtlforge.core.generation import (
     MalformedResponseError,
     ResponseTooLargeError,
     RetryPolicy,
-    UsageTracker,
+    ScopedGenerator,
     call_with_retries,
     make_generation,
     parse_retry_after,
@@ -51,8 +50,6 @@ from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import (
     Generation,
     GenerationRequest,
-    GenerationUsage,
-    Generator,
     SamplingParams,
 )
 
@@ -97,7 +94,7 @@ class _Reply:
     attempts: int = 1
 
 
-class OpenAIGenerator(Generator):
+class OpenAIGenerator(ScopedGenerator):
     """Samples from an OpenAI-compatible ``/chat/completions`` or ``/completions`` endpoint.
 
     ``base_url`` includes the API prefix (``http://localhost:8000/v1``), as with the official
@@ -174,8 +171,7 @@ class OpenAIGenerator(Generator):
         if any(k.lower() == "authorization" for k in self._headers):
             raise ValueError("pass the API key through api_key_env, not headers")
         self._limiter = ConcurrencyLimiter(max_concurrency)
-        self._scope = CancelScope()
-        self._usage = UsageTracker()
+        super().__init__()
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()
         # Learned once per instance: the server refused n > 1, so stop asking.
@@ -196,15 +192,6 @@ class OpenAIGenerator(Generator):
     def peak_concurrency(self) -> int:
         """Most requests this instance has had in flight at once (diagnostics)."""
         return self._limiter.peak
-
-    def usage(self) -> GenerationUsage:
-        return self._usage.snapshot()
-
-    def cancel(self) -> None:
-        self._scope.cancel()
-
-    def close(self) -> None:
-        self._scope.close()
 
     def generate(
         self, requests: Sequence[GenerationRequest], params: SamplingParams

@@ -22,13 +22,11 @@ from typing import Any, ClassVar
 import structlog
 
 from rtlforge.core.errors import TaskFormatError
-from rtlforge.core.generation import CancelScope, UsageTracker, make_generation
+from rtlforge.core.generation import ScopedGenerator, make_generation
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import (
     Generation,
     GenerationRequest,
-    GenerationUsage,
-    Generator,
     SamplingParams,
 )
 from rtlforge.core.llm_samples import MatchedFile, load_llm_outputs
@@ -101,7 +99,7 @@ def _stem_tasks(root: Path) -> dict[str, Task]:
     return {stem: Task(id=stem, spec="", top=stem) for stem in sorted(stems)}
 
 
-class ReplayGenerator(Generator):
+class ReplayGenerator(ScopedGenerator):
     """Hands out recorded completions instead of sampling a model.
 
     Parameters
@@ -159,8 +157,7 @@ class ReplayGenerator(Generator):
                          for tid, recs in by_task.items()}
         self._cursors: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
-        self._scope = CancelScope()
-        self._usage = UsageTracker()
+        super().__init__()
         log.debug("replay_loaded", paths=[str(p) for p in paths], tasks=len(self._by_task),
                   recordings=len(recordings), unmatched=len(self.unmatched))
 
@@ -202,15 +199,6 @@ class ReplayGenerator(Generator):
             self._cursors.clear()
 
     # ------------------------------------------------------------------ Generator API
-
-    def usage(self) -> GenerationUsage:
-        return self._usage.snapshot()
-
-    def cancel(self) -> None:
-        self._scope.cancel()
-
-    def close(self) -> None:
-        self._scope.close()
 
     def generate(
         self, requests: Sequence[GenerationRequest], params: SamplingParams

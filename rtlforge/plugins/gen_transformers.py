@@ -20,19 +20,16 @@ from typing import Any, ClassVar
 
 from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.generation import (
-    CancelScope,
     CancelToken,
     GenerationCancelled,
     GenerationError,
-    UsageTracker,
+    ScopedGenerator,
     make_generation,
 )
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import (
     Generation,
     GenerationRequest,
-    GenerationUsage,
-    Generator,
     SamplingParams,
 )
 
@@ -99,7 +96,7 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
     return (text[: min(hits)], True) if hits else (text, False)
 
 
-class LocalGenerator(Generator):
+class LocalGenerator(ScopedGenerator):
     """What the in-process generators share: cancel scope, usage counters, close().
 
     Work runs in sequential batches; ``cancel()`` stops the calls in progress at the next batch
@@ -108,13 +105,6 @@ class LocalGenerator(Generator):
     ``partial``.
     """
 
-    def __init__(self) -> None:
-        self._scope = CancelScope()
-        self._usage = UsageTracker()
-
-    def cancel(self) -> None:
-        self._scope.cancel()
-
     def close(self) -> None:
         """Cancel work in progress, refuse new calls and free the model (and its GPU memory)."""
         self._scope.close()
@@ -122,9 +112,6 @@ class LocalGenerator(Generator):
 
     def _release(self) -> None:
         """Drop the loaded model; subclasses override."""
-
-    def usage(self) -> GenerationUsage:
-        return self._usage.snapshot()
 
     def _stop_if_cancelled(self, token: CancelToken, done: list[list[Generation]]) -> None:
         if token.cancelled:
