@@ -2,9 +2,14 @@
 
 Measures, in one run on the bundled suite:
 - raw tool time: iverilog + vvp called directly with subprocess (no sandbox, no pipeline);
-- the same work through the pipeline (security check, sandbox, instrumentation, judging), cold;
+- the same work through the pipeline (gate, bubblewrap jail per tool run, instrumentation,
+  judging), cold: simulation only, and the default lint + simulation (one shared compile);
+- the gate's own cost per candidate (static check + containment, in its worker process);
 - a cache hit;
 - validate_many throughput (candidates/s), cold vs cached.
+
+"Cold" means nothing is reused between candidates: each repeat gets a fresh candidate text (a
+comment differs), so neither the result cache nor the gate's memo can answer.
 
 Run: `make bench` or `.venv/bin/python benchmarks/validation_throughput.py [--repeats N]`.
 """
@@ -23,7 +28,7 @@ import structlog
 
 from rtlforge.core.cache import MemoryCache
 from rtlforge.core.executor import ThreadExecutor
-from rtlforge.core.models import Candidate, Task
+from rtlforge.core.models import Candidate, SourceFile, Task
 from rtlforge.core.pipeline import Pipeline
 from rtlforge.core.plugins import PluginHost
 from rtlforge.core.tasks import load_tasks
@@ -59,21 +64,44 @@ def main() -> None:
     host = PluginHost()
     pairs = [(t, Candidate(files=t.golden)) for t in tasks]
 
-    # Per-candidate latency, serial, sim pipeline without lint (same tool work as the raw run).
+    # Per-candidate latency, serial; raw and pipelined runs interleaved so drift hits both.
     sim_only = Pipeline.build(host, lint=False, cache=MemoryCache(0))
-    raw, piped = [], []
-    for _ in range(args.repeats):
+    default = Pipeline.build(host, cache=MemoryCache(0))
+    raw, sim_piped, default_piped, gate = [], [], [], []
+    for rep in range(args.repeats + 1):
         for task, cand in pairs:
-            raw.append(raw_tool_seconds(task))
+            fresh = [Candidate(files=tuple(
+                SourceFile(name=f.name, content=f"{f.content}\n// {label} {rep}\n")
+                for f in cand.files)) for label in ("sim", "default", "gate")]
+            t_raw = raw_tool_seconds(task)
             start = time.perf_counter()
-            report = sim_only.validate(task, cand)
-            piped.append(time.perf_counter() - start)
+            report = sim_only.validate(task, fresh[0])
+            t_sim = time.perf_counter() - start
             assert report.passed, (task.id, report.to_summary())
-    raw_med, pipe_med = statistics.median(raw), statistics.median(piped)
-    print(f"designs: {len(pairs)} bundled goldens x {args.repeats} repeats")
-    print(f"raw iverilog+vvp          median {raw_med * 1e3:8.2f} ms")
-    print(f"pipeline (sim only, cold) median {pipe_med * 1e3:8.2f} ms  "
-          f"overhead {100 * (pipe_med / raw_med - 1):+.1f}%")
+            start = time.perf_counter()
+            report = default.validate(task, fresh[1])
+            t_default = time.perf_counter() - start
+            assert report.passed, (task.id, report.to_summary())
+            start = time.perf_counter()
+            default.runner.gate.check(fresh[2].files, role="design",
+                                      available=[f.name for f in fresh[2].files])
+            default.runner.gate.contained(fresh[2].files, task.testbench, task.support)
+            t_gate = time.perf_counter() - start
+            if rep:  # the first round starts the jails' spawners and the gate's workers
+                raw.append(t_raw)
+                sim_piped.append(t_sim)
+                default_piped.append(t_default)
+                gate.append(t_gate)
+    raw_med = statistics.median(raw)
+    print(f"designs: {len(pairs)} bundled goldens x {args.repeats} repeats (after a warm-up)")
+    print(f"raw iverilog+vvp                median {raw_med * 1e3:8.2f} ms")
+    for label, times in (("pipeline sim only, cold", sim_piped),
+                         ("pipeline lint+sim, cold", default_piped)):
+        med = statistics.median(times)
+        ratios = sorted(p / r for p, r in zip(times, raw, strict=True))
+        print(f"{label:<31} median {med * 1e3:8.2f} ms  ratio {med / raw_med:5.2f}x "
+              f"(per-candidate ratio median {statistics.median(ratios):5.2f}x)")
+    print(f"gate per candidate (check+containment) median {statistics.median(gate) * 1e3:8.2f} ms")
 
     full = Pipeline.build(host)  # lint + sim, in-memory cache
     start = time.perf_counter()

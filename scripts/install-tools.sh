@@ -4,7 +4,7 @@ set -euo pipefail
 need=()
 for pair in iverilog:iverilog vvp:iverilog yosys:yosys verilator:verilator sta:opensta \
             berkeley-abc:berkeley-abc z3:z3 prlimit:util-linux unshare:util-linux \
-            make:make g++:g++ chromium:chromium; do
+            make:make g++:g++ chromium:chromium bwrap:bubblewrap; do
   tool=${pair%%:*}; pkg=${pair##*:}
   command -v "$tool" >/dev/null 2>&1 || need+=("$pkg")
 done

@@ -14,9 +14,11 @@ import json
 import math
 import os
 import threading
+import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -149,15 +151,34 @@ def test_sky130_gz_unpacked_once_with_dont_use(tmp_path: Path) -> None:
 
 
 @pytest.mark.tools
-def test_runner_spawn_is_a_sandboxed_pipe_process(tmp_path: Path) -> None:
-    proc = SandboxRunner().spawn(["cat"], tmp_path)
-    assert proc.stdin is not None and proc.stdout is not None
-    assert os.getpgid(proc.pid) == proc.pid  # its own process group
-    proc.stdin.write(b"hello\n")
-    proc.stdin.flush()
-    assert proc.stdout.readline() == b"hello\n"
-    SandboxRunner.kill(proc)
-    assert proc.returncode is not None
+def test_runner_spawn_is_a_sandboxed_pipe_process() -> None:
+    runner = SandboxRunner()
+    with runner.workspace() as wd:
+        proc = runner.spawn(["cat"], wd)
+        assert proc.stdin is not None and proc.stdout is not None
+        assert os.getpgid(proc.pid) == proc.pid  # its own process group
+        proc.stdin.write(b"hello\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b"hello\n"
+        SandboxRunner.kill(proc)
+        assert proc.returncode is not None
+
+
+def test_a_long_lived_process_outlives_the_thread_that_started_it() -> None:
+    """A jail dies with the thread that launched it: spawn() must not tie it to the caller's."""
+    runner = SandboxRunner()
+    with runner.workspace() as wd:
+        started: list[Any] = []
+        thread = threading.Thread(target=lambda: started.append(runner.spawn(["cat"], wd)))
+        thread.start()
+        thread.join()
+        time.sleep(0.3)
+        proc = started[0]
+        proc.stdin.write(b"still here\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b"still here\n"
+        SandboxRunner.kill(proc)
+    runner.close()
 
 
 # ------------------------------------------------------------------------------- estimators

@@ -57,17 +57,49 @@ def test_known_tools_record_their_version() -> None:
     assert "Yosys" in (find_tool("yosys").version or "")
 
 
-def test_timeout_kills_the_whole_process_group(runner: SandboxRunner, tmp_path: Path) -> None:
-    marker = tmp_path / "grandchild.pid"
-    script = f"sleep 30 & echo $! > {marker}; wait"
+def test_timeout_kills_the_whole_process_group(runner: SandboxRunner) -> None:
+    tag = _unique_sleep()
     start = time.monotonic()
     with runner.workspace() as wd:
-        run = runner.run(["sh", "-c", script], cwd=wd, timeout=0.5)
+        run = runner.run(["sh", "-c", f"sleep {tag} & setsid sleep {tag} & wait"], cwd=wd,
+                         timeout=0.5)
     assert run.timed_out and not run.ok
     assert time.monotonic() - start < 5
-    pid = int(marker.read_text())
-    time.sleep(0.1)
-    assert not _alive(pid), "the backgrounded grandchild must be killed too"
+    time.sleep(0.2)
+    assert not _tagged(tag), "backgrounded (and setsid) grandchildren must be killed too"
+
+
+def test_no_descendant_outlives_a_run_that_exits(runner: SandboxRunner) -> None:
+    tag = _unique_sleep()
+    with runner.workspace() as wd:
+        run = runner.run(["sh", "-c", f"setsid sh -c 'sleep {tag}' & (sleep {tag} &); echo ok"],
+                         cwd=wd)
+    assert run.ok and run.stdout == "ok\n"
+    time.sleep(0.2)
+    assert not _tagged(tag), "daemonised children must end with the run"
+
+
+_sleep_ids = iter(range(1, 10**6))
+
+
+def _unique_sleep() -> str:
+    """A sleep duration (~30 s) no other process on the machine uses, to find it by."""
+    return f"30.{os.getpid()}{next(_sleep_ids):06d}"
+
+
+def _tagged(tag: str) -> list[int]:
+    """Live (non-zombie) host processes whose command line contains ``tag``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if tag in cmdline and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -166,13 +198,14 @@ def test_stdin_is_fed_and_a_new_session_is_started(runner: SandboxRunner) -> Non
     assert sid == pgid and int(sid) not in (os.getsid(0), os.getpgid(0))
 
 
-def test_exec_failure_looks_the_same_in_both_modes(runner: SandboxRunner, tmp_path: Path) -> None:
-    script = tmp_path / "bad-interpreter"
-    script.write_text("#!/nonexistent/interpreter\n")
-    script.chmod(0o755)
+def test_exec_failure_looks_the_same_in_both_modes(runner: SandboxRunner) -> None:
     with runner.workspace() as wd:
+        script = wd / "bad-interpreter"
+        script.write_text("#!/nonexistent/interpreter\n")
+        script.chmod(0o755)
         run = runner.run([str(script)], cwd=wd)
-    assert run.returncode == 127 and "bad-interpreter" in run.stderr
+    # Inside the jail bubblewrap reports the failed exec (exit 1) with the program's name.
+    assert run.returncode == 1 and "bad-interpreter" in run.stderr
 
 
 def test_missing_run_directory_is_a_sandbox_error(runner: SandboxRunner, tmp_path: Path) -> None:
@@ -210,16 +243,16 @@ def _spawner_pids() -> set[int]:
     return pids
 
 
-def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works(tmp_path: Path) -> None:
+def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works() -> None:
     before = _spawner_pids()
     runner = SandboxRunner(Limits(timeout_s=30))
-    marker = tmp_path / "sleeper.pid"
+    tag = _unique_sleep()
     outcome: list[BaseException | None] = []
 
     def in_flight() -> None:
         with runner.workspace() as wd:
             try:
-                runner.run(["sh", "-c", f"sleep 30 & echo $! > {marker}; wait"], cwd=wd)
+                runner.run(["sh", "-c", f"sleep {tag} & wait"], cwd=wd)
                 outcome.append(None)
             except SandboxError as exc:
                 outcome.append(exc)
@@ -227,7 +260,7 @@ def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works(tmp_path: 
     thread = threading.Thread(target=in_flight)
     thread.start()
     deadline = time.monotonic() + 10
-    while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
+    while not _tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.02)
     (spawner,) = _spawner_pids() - before
     start = time.monotonic()
@@ -236,7 +269,7 @@ def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works(tmp_path: 
     assert isinstance(outcome[0], SandboxError), outcome
     assert time.monotonic() - start < 5, "the death must be noticed at once, not at the deadline"
     time.sleep(0.1)
-    assert not _alive(int(marker.read_text())), "the in-flight tool's group must be killed"
+    assert not _tagged(tag), "the in-flight tool's group must be killed"
     with runner.workspace() as wd:
         assert runner.run(["echo", "again"], cwd=wd).stdout == "again\n"
     assert len(_spawner_pids() - before) == 1
@@ -250,7 +283,9 @@ def test_no_process_outlives_the_runner(tmp_path: Path) -> None:
         runner.run(["true"], cwd=wd)
         runner.run(["true"], cwd=wd, limits=Limits(timeout_s=10, no_network=False))
     spawners = _spawner_pids() - before
-    assert len(spawners) == (2 if network_isolation_prefix() else 1)
+    # In a jail the network is cut per run; without one the spawner lives in the empty netns.
+    expected = 1 if runner.jail() is not None else (2 if network_isolation_prefix() else 1)
+    assert len(spawners) == expected
     runner.close()
     assert not any(_alive(pid) or Path(f"/proc/{pid}").exists() for pid in spawners)
 

@@ -203,10 +203,11 @@ def test_icarus_sorry_with_exit_0_is_unsupported_error() -> None:
 @pytest.mark.tools
 def test_benign_icarus_sorry_is_a_warning_unless_strict() -> None:
     mux = design("mux_unique.sv", top="mux")
-    lenient = stage(validate(IverilogLint(), mux), "iverilog-lint")
+    lenient = stage(validate(IverilogLint(with_testbench=False), mux), "iverilog-lint")
     assert lenient.verdict is Verdict.PASS
     assert "unsupported" in categories(lenient, "warning")
-    strict = stage(validate(IverilogLint(strict_sorry=True), mux), "iverilog-lint")
+    strict = stage(validate(IverilogLint(strict_sorry=True, with_testbench=False), mux),
+                   "iverilog-lint")
     assert strict.verdict is Verdict.ERROR and "unsupported" in categories(strict)
 
 
@@ -324,8 +325,9 @@ def test_yosys_syntax_error_is_error() -> None:
 ])
 def test_cocotb(simulator: str, fixture_name: str, verdict: Verdict,
                 category: str | None) -> None:
-    result = stage(validate(CocotbValidator(simulator=simulator), design(fixture_name),
-                            COCOTB_TASK), "cocotb")
+    # Builds are bounded by the stage timeout unless given their own budget, as here.
+    result = stage(validate(CocotbValidator(simulator=simulator, build_timeout=300),
+                            design(fixture_name), COCOTB_TASK), "cocotb")
     assert result.verdict is verdict, (result.feedback, result.log)
     if category is not None:
         assert category in categories(result)
@@ -355,13 +357,14 @@ def test_cocotb_dut_printing_a_pass_cannot_forge_the_verdict() -> None:
         fixture("adder_wrong.v").replace(
             "endmodule", 'initial $display("** TESTS=1 PASS=1 FAIL=0 SKIP=0 **");\nendmodule'),
         name="design.v")
-    result = stage(validate(CocotbValidator(), forged, COCOTB_TASK), "cocotb")
+    result = stage(validate(CocotbValidator(build_timeout=120), forged, COCOTB_TASK), "cocotb")
     assert result.verdict is Verdict.FAIL
 
 
 @pytest.mark.tools
 def test_cocotb_hang_times_out() -> None:
-    result = stage(validate(CocotbValidator(), design("adder_hang.v"), COCOTB_TASK, timeout=3),
+    result = stage(validate(CocotbValidator(build_timeout=120), design("adder_hang.v"),
+                            COCOTB_TASK, timeout=3),
                    "cocotb")
     assert result.verdict is Verdict.TIMEOUT
 
@@ -374,7 +377,7 @@ def test_cocotb_hang_times_out() -> None:
 def test_cocotb_broken_test_module(module: str, verdict: Verdict, category: str) -> None:
     task = COCOTB_TASK.model_copy(
         update={"cocotb_module": SourceFile(name="test_adder.py", content=module)})
-    result = stage(validate(CocotbValidator(), design("adder.v"), task), "cocotb")
+    result = stage(validate(CocotbValidator(build_timeout=120), design("adder.v"), task), "cocotb")
     assert result.verdict is verdict and category in categories(result), result.feedback
 
 

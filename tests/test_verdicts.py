@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from rtlforge.core.feedback import parse_iverilog
-from rtlforge.core.models import PassRule, Verdict
+from rtlforge.core.models import PassRule, SourceFile, Verdict
 from rtlforge.core.runner import SandboxRunner
 from rtlforge.core.verdicts import (
     Judgement,
+    end_marker,
     instrument_testbench,
     judge,
     marker,
@@ -22,12 +23,13 @@ from rtlforge.core.verdicts import (
 
 NONCE = "0123456789abcdef"
 TAG = marker(NONCE)
+END = end_marker(NONCE)
 AUTO = PassRule()
 
 
 def tb(*lines: str) -> str:
-    """Output as the instrumented testbench would print it."""
-    return "".join(f"{TAG}{line}\n" for line in lines)
+    """Output as the instrumented testbench would print it ($display: markers, then newline)."""
+    return "".join(f"{TAG}{line}{END}\n" for line in lines)
 
 
 # ---------------------------------------------------------------- instrumentation
@@ -58,17 +60,25 @@ def test_instrument_rewrites_calls_only_outside_comments_and_strings() -> None:
         'endmodule\n'
     )
     out = instrument_testbench(src, NONCE)
-    lit = f'"{TAG}"'
+    lit, end = f'"{TAG}"', f'"{END}"'
     assert '// $display("comment");' in out and '/* $display("block");' in out
     assert '$write("x"); */' in out
-    assert out.count(f"$display({lit})") == 2 and f"$display ({lit} )" in out
-    assert f'$display({lit}, "has $display inside %d", 1);' in out
-    assert f"$displayh({lit}, x); $writeb({lit}, x); $strobeo({lit}, x);" in out
-    assert f'$monitor({lit}, "m %d", x);' in out
-    assert f'$display({lit}, \n      "split %0d",\n      x);' in out
+    assert out.count(f"$display({lit}, {end})") == 2 and f"$display ({lit}, {end})" in out
+    assert f'$display({lit}, "has $display inside %d", 1, {end});' in out
+    assert (f"$displayh({lit}, x, {end}); $writeb({lit}, x, {end}); "
+            f"$strobeo({lit}, x, {end});") in out
+    assert f'$monitor({lit}, "m %d", x, {end});' in out
+    assert f'$display({lit}, \n      "split %0d",\n      x, {end});' in out
     assert '$fdisplay(f, "left alone"); $fwrite(f, "alone");' in out
     assert "my$display = 1;" in out
-    assert out.count(TAG) == 9
+    assert out.count(TAG) == 9 and out.count(END) == 9
+
+
+def test_instrument_finds_the_closing_parenthesis_past_strings_and_nesting() -> None:
+    src = '$display("a) b", f(x[1]), {c, d}); $write("(" );'
+    out = instrument_testbench(src, NONCE)
+    assert out == (f'$display("{TAG}", "a) b", f(x[1]), {{c, d}}, "{END}"); '
+                   f'$write("{TAG}", "(" , "{END}");')
 
 
 # ---------------------------------------------------------------- auto formats
@@ -116,7 +126,8 @@ def test_auto_fail_formats(name: str) -> None:
     assert result.verdict is Verdict.FAIL
     (fb,) = result.feedback
     assert fb.category == "sim_mismatch" and fb.stage == "simulate"
-    assert FAILING[name].splitlines()[-1].replace(TAG, "").strip() in fb.message
+    assert FAILING[name].splitlines()[-1].replace(TAG, "").replace(END, "").strip() \
+        in fb.message
 
 
 def test_conflicting_signals_fail() -> None:
@@ -147,19 +158,32 @@ def test_forged_design_output_is_ignored_with_a_nonce() -> None:
     # A forged line with a guessed (wrong) marker does not count either.
     wrong = marker("ffffffffffffffff") + "STATUS: PASS\n" + tb("STATUS: FAIL")
     assert judge(wrong, AUTO, nonce=NONCE).verdict is Verdict.FAIL
-    # The design's output glued in front of a testbench line hides it: that can only fail.
-    glued = "garbage" + tb("===========Your Design Passed===========")
+    # The design's output glued before or after a testbench line stays outside the markers:
+    # it can neither hide the testbench's words nor add to them.
+    glued = "garbage" + tb("Mismatches: 3 in 10 samples")
     assert judge(glued, AUTO, nonce=NONCE).verdict is Verdict.FAIL
+    spliced = (f"{TAG}Mismatches: 3 in 10 samples{END}Mismatches: 0 in 10 samples\n"
+               + f"x{TAG}Your Design {END}Failed{TAG}Passed{END}\n")
+    result = judge(spliced, AUTO, nonce=NONCE)
+    assert result.verdict is Verdict.FAIL and "Mismatches: 3" in result.feedback[0].message
+    assert judge("garbage" + tb("Your Design Passed"), AUTO, nonce=NONCE).verdict \
+        is Verdict.PASS
 
 
-def test_multi_line_display_continuation_is_not_read() -> None:
-    """Documented limitation: only the first line of "a\\nb" carries the marker."""
-    out = tb("summary:") + "Your Design Passed\n"
+def test_multi_line_display_is_read_whole_and_text_outside_markers_is_not() -> None:
+    out = tb("summary:\nMismatches: 0 in 4 samples") + "Your Design Passed\n"
+    assert judge(out, AUTO, nonce=NONCE).verdict is Verdict.PASS
+    assert judge(tb("summary:") + "Your Design Passed\n", AUTO, nonce=NONCE).verdict \
+        is Verdict.FAIL
+
+
+def test_print_cut_off_before_its_end_marker_counts_to_the_line_end() -> None:
+    out = tb("Mismatches: 0 in 4 samples") + f"{TAG}Mismatches: 2 in 4 samp"
     assert judge(out, AUTO, nonce=NONCE).verdict is Verdict.FAIL
 
 
-def test_write_without_newline_repeats_marker_and_is_stripped() -> None:
-    out = f"{TAG}STATUS: {TAG}PASS\n"
+def test_write_without_newline_joins_its_pieces() -> None:
+    out = f"{TAG}STATUS: {END}{TAG}PASS{END}\n"
     assert judge(out, AUTO, nonce=NONCE).verdict is Verdict.PASS
 
 
@@ -217,10 +241,13 @@ def simulate(files: dict[str, str], testbench: str, nonce: str | None,
     tb_source = instrument_testbench(testbench, nonce) if nonce else testbench
     all_files = {**files, "testbench.v": tb_source}
     with runner.workspace() as run_dir:
-        for name, text in all_files.items():
-            (run_dir / name).write_text(text)
-        for name, path in (support or {}).items():
-            shutil.copy(path, run_dir / name)
+        names = [*all_files, *(support or {})]
+        runner.put(run_dir, [SourceFile(name=n, content=t) for n, t in files.items()],
+                   role="design", readable=names)
+        runner.put(run_dir, [SourceFile(name="testbench.v", content=tb_source),
+                             *(SourceFile(name=n, content=p.read_text())
+                               for n, p in (support or {}).items())],
+                   role="testbench", readable=names)
         compiled = runner.run(["iverilog", "-g2012", "-o", "sim.vvp", "testbench.v",
                                *files], run_dir, timeout=60)
         if compiled.returncode != 0:

@@ -46,3 +46,17 @@ class PluginError(RtlforgeError):
 
 class ExtractionError(RtlforgeError):
     """No Verilog could be extracted from a model's text."""
+
+
+class InvalidSourceError(RtlforgeError):
+    """A file handed in for a tool is not text the tools can read alike (bad encoding, NUL,
+    too large). The design's fault, reported with the file's name, never a crash."""
+
+    def __init__(self, message: str, *, file: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+
+
+class IsolationUnavailableError(SandboxError):
+    """The platform cannot isolate tool runs; untrusted input is refused until the user opts
+    out explicitly (``SandboxRunner(isolation="none")`` or ``RTLFORGE_SANDBOX=none``)."""

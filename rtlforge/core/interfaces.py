@@ -33,7 +33,11 @@ class ValidationContext:
     """What one validation stage sees.
 
     ``workdir`` is a private run directory that already holds the candidate's files, the task's
-    testbench and support files, all security-checked. Every tool must run through ``runner``.
+    testbench and support files, all security-checked. Every tool must run through ``runner``,
+    and files a stage adds must go in through ``runner.put`` (anything else is gated as
+    untrusted before the next tool starts). ``artifacts`` is shared by the stages of one
+    validation, so a build one stage made can serve the next (Icarus compiles once for lint and
+    simulation).
     """
 
     task: Task
@@ -42,6 +46,7 @@ class ValidationContext:
     runner: SandboxRunner
     timeout: float = 60.0
     options: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def top(self) -> str:

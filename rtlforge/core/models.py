@@ -60,7 +60,9 @@ class SourceFile(_Frozen):
         return value
 
     def digest(self) -> str:
-        return hashlib.sha256(f"{self.name}\0{self.content}".encode()).hexdigest()
+        # surrogatepass: text that is not valid Unicode still gets a key (and a typed verdict).
+        return hashlib.sha256(
+            f"{self.name}\0{self.content}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Port(_Frozen):

@@ -9,7 +9,6 @@ tell the testbench's output from the design's, mapping infrastructure failures t
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import shutil
@@ -21,7 +20,12 @@ from typing import Any
 import structlog
 
 from rtlforge.core.cache import MemoryCache, ResultCache
-from rtlforge.core.errors import SandboxError, SecurityViolation, ToolMissingError
+from rtlforge.core.errors import (
+    InvalidSourceError,
+    SandboxError,
+    SecurityViolation,
+    ToolMissingError,
+)
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.feedback import make_feedback, source_context
 from rtlforge.core.interfaces import ValidationContext, Validator
@@ -35,7 +39,6 @@ from rtlforge.core.models import (
     Verdict,
 )
 from rtlforge.core.runner import SandboxRunner, find_tool
-from rtlforge.core.security import check_sources
 from rtlforge.core.verdicts import instrument_testbench, new_nonce
 
 log = structlog.get_logger("rtlforge.pipeline")
@@ -54,17 +57,6 @@ SIMULATORS = {
 
 def _is_hdl(name: str) -> bool:
     return name.lower().endswith(_HDL_SUFFIXES)
-
-
-@functools.lru_cache(maxsize=1024)
-def _check_task_files(files: tuple[SourceFile, ...],
-                      available: frozenset[str]) -> SecurityViolation | None:
-    """Task files are the same for every candidate of a task: check them once."""
-    try:
-        check_sources(files, role="testbench", available=available)
-    except SecurityViolation as exc:
-        return exc
-    return None
 
 
 class Pipeline:
@@ -155,7 +147,11 @@ class Pipeline:
             log.debug("validation_cache_hit", task=task.id)
             return hit.model_copy(update={"cached": True})
 
-        stages = self._run_stages(task, candidate)
+        try:
+            stages = self._run_stages(task, candidate)
+        except Exception as exc:  # a bug of ours must not sink a batch or pass as a verdict
+            log.exception("pipeline_crashed", task=task.id)
+            stages = [_infra_stage("pipeline", f"internal error: {type(exc).__name__}: {exc}")]
         verdict = next((s.verdict for s in stages if s.verdict is not Verdict.PASS), Verdict.PASS)
         report = ValidationReport(
             verdict=verdict,
@@ -187,20 +183,14 @@ class Pipeline:
 
     def _run_stages(self, task: Task, candidate: Candidate) -> list[StageResult]:
         candidate = self._resolve_name_clashes(task, candidate)
-        design = {f.name: f.content for f in candidate.files}
-        task_files = list(task.testbench) + list(task.support)
-        available = set(design) | {f.name for f in task_files}
-        if task.cocotb_module is not None:
-            available.add(task.cocotb_module.name)
-
-        security = self._security_stage(task, candidate, design, available)
-        if security.verdict is not Verdict.PASS:
-            return [security]
-        stages = [security]
         nonce = new_nonce()
+        stages: list[StageResult] = []
         try:
             with self.runner.workspace(prefix=f"rtlforge-{_slug(task.id)}-") as workdir:
-                self._materialise(workdir, task, candidate, nonce)
+                security = self._security_stage(workdir, task, candidate, nonce)
+                stages.append(security)
+                if security.verdict is not Verdict.PASS:
+                    return stages
                 ctx = ValidationContext(
                     task=task, candidate=candidate, workdir=workdir, runner=self.runner,
                     timeout=self.timeout, options={**self.options, "nonce": nonce},
@@ -208,14 +198,14 @@ class Pipeline:
                 for validator in self.validators:
                     if not validator.applies(task):
                         continue
-                    result = self._run_one(validator, ctx, design)
+                    result = self._run_one(validator, ctx)
                     stages.append(result)
                     if result.verdict is not Verdict.PASS:
                         self._bundle(workdir, task, candidate, stages)
                         break
         except SandboxError as exc:
             stages.append(_infra_stage("sandbox", str(exc)))
-        if len(stages) == 1:
+        if len(stages) == 1 and stages[0].verdict is Verdict.PASS:
             stages.append(_infra_stage(
                 "pipeline", f"no validator in this pipeline applies to task {task.id!r} "
                 "(simulation needs a testbench; a port check needs declared ports)"))
@@ -235,21 +225,37 @@ class Pipeline:
         )
         return candidate.model_copy(update={"files": renamed})
 
-    def _security_stage(self, task: Task, candidate: Candidate, design: dict[str, str],
-                        available: set[str]) -> StageResult:
+    def _security_stage(self, workdir: Path, task: Task, candidate: Candidate,
+                        nonce: str) -> StageResult:
+        """Put every file into the run directory through the gate; the design may read only
+        its own files and the task's support files (never the testbench, which holds the
+        nonce), and may not name anything of the testbench's."""
         start = time.perf_counter()
-        hdl_task_files = [f for f in (*task.testbench, *task.support) if _is_hdl(f.name)]
+        runner = self.runner
+        support = [f.name for f in task.support]
+        everything = [*support, *(f.name for f in (*candidate.files, *task.testbench))]
+        files = {f.name: f.content for f in (*task.support, *task.testbench, *candidate.files)}
         try:
-            check_sources(candidate.files, role="design", available=available)
-            task_violation = _check_task_files(tuple(hdl_task_files), frozenset(available))
-            if task_violation is not None:
-                raise task_violation
+            runner.put(workdir, task.support, role="testbench", readable=everything)
+            design = runner.put(workdir, candidate.files, role="design",
+                                readable=[*support, *(f.name for f in candidate.files)])
+            runner.put(workdir, task.testbench, role="testbench", readable=everything,
+                       rewrite=lambda f: instrument_testbench(f.content, nonce)
+                       if _is_hdl(f.name) else f.content)
+            if task.cocotb_module is not None:
+                # Python that cocotb runs inside the jail; no HDL tool reads it, so the gate has
+                # nothing to judge (and the design may not read it).
+                runner.put(workdir, [task.cocotb_module], role="trusted")
+            if not runner.unsafe_skip_gate:
+                runner.gate.contained(design, task.testbench, task.support)
+        except InvalidSourceError as exc:
+            feedback = make_feedback("invalid_source", str(exc), stage="security", files={},
+                                     file=exc.file)
+            return StageResult(name="security", verdict=Verdict.ERROR,
+                               seconds=time.perf_counter() - start, feedback=(feedback,))
         except SecurityViolation as exc:
-            files = {**design, **{f.name: f.content for f in hdl_task_files}}
-            context = (
-                source_context(files[exc.file], exc.line)
-                if exc.file in files and exc.line else None
-            )
+            context = (source_context(files[exc.file], exc.line)
+                       if exc.file in files and exc.line else None)
             feedback = make_feedback("security", str(exc), stage="security", files=files,
                                      file=exc.file, line=exc.line)
             if context and feedback.context is None:
@@ -261,20 +267,7 @@ class Pipeline:
         return StageResult(name="security", verdict=Verdict.PASS,
                            seconds=time.perf_counter() - start)
 
-    @staticmethod
-    def _materialise(workdir: Path, task: Task, candidate: Candidate, nonce: str) -> None:
-        for f in candidate.files:
-            (workdir / f.name).write_text(f.content)
-        for f in task.testbench:
-            text = instrument_testbench(f.content, nonce) if _is_hdl(f.name) else f.content
-            (workdir / f.name).write_text(text)
-        for f in task.support:
-            (workdir / f.name).write_text(f.content)
-        if task.cocotb_module is not None:
-            (workdir / task.cocotb_module.name).write_text(task.cocotb_module.content)
-
-    def _run_one(self, validator: Validator, ctx: ValidationContext,
-                 design: dict[str, str]) -> StageResult:
+    def _run_one(self, validator: Validator, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()
         try:
             return validator.validate(ctx)

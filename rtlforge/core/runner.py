@@ -1,22 +1,26 @@
-"""The one sandboxed runner every external tool goes through.
+"""The one sandboxed runner every external tool goes through, and the only way files reach one.
 
 Generated Verilog is untrusted, and simulators execute it. Each run therefore gets:
 
-- its own private working directory (callers get one from :meth:`SandboxRunner.workspace`);
-- a wall-clock timeout, after which the whole process group is killed (simulators spawn
-  children: ``vvp`` under a shell, ``make`` under verilator, ``g++`` under ``make``);
-- rlimits on CPU time, address space and file size, in force before the tool's first
+- its own private workspace (:meth:`SandboxRunner.workspace`), filled only through
+  :meth:`SandboxRunner.put`, which normalises and gates every file; anything written into it
+  another way is gated before the next tool starts;
+- a bubblewrap jail (:mod:`rtlforge.core.sandbox`): fresh namespaces, uid 65534, no
+  capabilities, no network, a read-only system and nothing of the host but its workspace;
+- a wall-clock timeout, after which the launcher and, through the jail's PID namespace, every
+  descendant is killed (simulators spawn children: ``make`` under verilator, ``g++`` under
+  ``make``, and an attack may ``setsid``);
+- rlimits on CPU time, address space, file size and processes, in force before the tool's first
   instruction;
-- no network where the platform allows it (``unshare -n``, or ``unshare -rn`` without root);
-- a cap on captured output: a ``$display`` flood is cut off and the group killed;
+- a cap on captured output: a ``$display`` flood is cut off and the run killed;
 - a minimal environment, and the tool's name and version recorded in the result.
 
-Tools are launched by small single-threaded servers (:mod:`rtlforge.core._spawner`), one per set of
-limits, that live in the empty network namespace, carry the rlimits themselves and ``posix_spawn``
-each tool, which inherits them: a launch costs about a bare exec, and no Python runs between fork
-and exec in this (threaded, large) process. ``spawner=False`` uses the wrapper chain
-``unshare -n prlimit ... -- tool`` instead: same guarantees and results, but two extra execs and a
-fresh namespace per run (~1.4 ms more per tool).
+Jails are launched by small single-threaded servers (:mod:`rtlforge.core._spawner`), one per set
+of limits, that carry the rlimits themselves and ``posix_spawn`` each ``bwrap``, which inherits
+them: no Python runs between fork and exec in this (threaded, large) process. ``spawner=False``
+uses a ``prlimit ... -- bwrap ...`` wrapper chain instead: same guarantees and results, one
+extra exec per run. ``isolation="none"`` (``RTLFORGE_SANDBOX=none``) is the explicit opt-out
+where namespaces are unavailable: rlimits and an empty network namespace (``unshare -n``) only.
 
 Infrastructure problems (tool missing, sandbox cannot start) raise typed errors; everything the
 *design* does (non-zero exit, timeout, flood) is reported in :class:`ToolRun` for the caller to
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import selectors
 import shutil
 import signal
@@ -35,8 +40,10 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,8 +55,18 @@ from rtlforge.core._spawner import (
     SpawnError,
     SpawnerUnavailable,
 )
-from rtlforge.core.errors import SandboxError, ToolMissingError
-from rtlforge.core.models import ToolInfo
+from rtlforge.core.errors import (
+    InvalidSourceError,
+    IsolationUnavailableError,
+    SandboxError,
+    SecurityViolation,
+    ToolMissingError,
+)
+from rtlforge.core.models import SourceFile, ToolInfo
+from rtlforge.core.sandbox import ISOLATION_ENV, Jail, isolation_choice
+
+if TYPE_CHECKING:
+    from rtlforge.core.gate import Gate, Role
 
 log = structlog.get_logger("rtlforge.runner")
 
@@ -95,6 +112,8 @@ class Limits(BaseModel):
     file_size_mb: int = 256
     output_bytes: int = 1_000_000
     no_network: bool = True
+    #: Processes of the run's (kernel) user; stops fork bombs. None: no limit.
+    processes: int | None = 4096
 
 
 class ToolRun(BaseModel):
@@ -192,7 +211,8 @@ def network_isolation_prefix() -> list[str]:
 
 
 #: prlimit(1) flags for the rlimits the runner sets (names as in the ``resource`` module).
-_PRLIMIT_FLAGS = {"RLIMIT_CPU": "--cpu", "RLIMIT_FSIZE": "--fsize", "RLIMIT_AS": "--as"}
+_PRLIMIT_FLAGS = {"RLIMIT_CPU": "--cpu", "RLIMIT_FSIZE": "--fsize", "RLIMIT_AS": "--as",
+                  "RLIMIT_NPROC": "--nproc"}
 
 
 def _rlimits(limits: Limits) -> dict[str, int]:
@@ -200,6 +220,8 @@ def _rlimits(limits: Limits) -> dict[str, int]:
     values = {"RLIMIT_CPU": cpu, "RLIMIT_FSIZE": limits.file_size_mb * 1024 * 1024}
     if limits.address_space_mb is not None:
         values["RLIMIT_AS"] = limits.address_space_mb * 1024 * 1024
+    if limits.processes is not None:
+        values["RLIMIT_NPROC"] = limits.processes
     return values
 
 
@@ -209,35 +231,176 @@ _MAX_SPAWNERS = 4
 _SpawnerKey = tuple[tuple[str, ...], tuple[tuple[str, int], ...]]
 
 
-def _close_spawners(spawners: dict[_SpawnerKey, Spawner]) -> None:
+def _close_spawners(spawners: dict[_SpawnerKey, Spawner],
+                    launchers: list[_Launcher] | None = None) -> None:
     while spawners:
         _, spawner = spawners.popitem()
         spawner.close()
+    while launchers:
+        launchers.pop().stop()
+
+
+#: Largest text file accepted into a workspace (a 10 MB "design" is an attack, not a design).
+MAX_FILE_CHARS = 4_000_000
+_PLAIN_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _is_plain_file_name(name: str) -> bool:
+    """A name in the run directory itself: no path, no ``..`` (dot-files are ours)."""
+    return 0 < len(name) <= 200 and ".." not in name and set(name) <= _PLAIN_NAME_CHARS
+
+
+def normalise_source(f: SourceFile) -> SourceFile:
+    """``f`` with LF line endings; :class:`InvalidSourceError` for text tools would misread.
+
+    Lone CRs and CRLFs become LF so the gate and every tool split lines alike; NUL bytes, lone
+    surrogates (text that is not Unicode) and oversized files are refused with the file's name.
+    """
+    text = f.content
+    if len(text) > MAX_FILE_CHARS:
+        raise InvalidSourceError(f"{f.name}: {len(text)} characters; files over "
+                                 f"{MAX_FILE_CHARS} are refused", file=f.name)
+    nul = text.find("\0")
+    if nul >= 0:
+        raise InvalidSourceError(f"{f.name}: NUL character at offset {nul}; tools disagree on "
+                                 "how to read it", file=f.name)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidSourceError(f"{f.name}: not valid Unicode text (lone surrogate at offset "
+                                 f"{exc.start})", file=f.name) from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return SourceFile(name=f.name, content=text)
+    return f
+
+
+class _Launcher(threading.Thread):
+    """A thread that only starts processes, so that they may outlive the caller's thread."""
+
+    def __init__(self) -> None:
+        super().__init__(name="rtlforge-launcher", daemon=True)
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = \
+            queue.SimpleQueue()
+        self.start()
+
+    def run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, future = job
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+        # Returning ends the thread: every jail it started is killed with it.
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        future: Future[Any] = Future()
+        self._jobs.put((fn, future))
+        return future.result()
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+
+class _Workspace:
+    """A run directory and what is known about its files: written through ``put`` (checked)
+    or by a tool (output). Anything else found before a run is gated first."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._known: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def _scan(self) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for root, _dirs, names in os.walk(self.path):
+            for name in names:
+                full = os.path.join(root, name)
+                with contextlib.suppress(OSError):
+                    st = os.lstat(full)
+                    found[os.path.relpath(full, self.path)] = (st.st_size, st.st_mtime_ns)
+        return found
+
+    def names(self) -> list[str]:
+        return [n for n in self._scan() if os.sep not in n]
+
+    def record(self, names: Iterable[str]) -> None:
+        with self._lock:
+            for name in names:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(self.path / name)
+                    self._known[name] = (st.st_size, st.st_mtime_ns)
+
+    def record_all(self) -> None:
+        found = self._scan()
+        with self._lock:
+            self._known = found
+
+    def unrecorded(self) -> list[str]:
+        found = self._scan()
+        with self._lock:
+            return sorted(n for n, stat in found.items() if self._known.get(n) != stat)
 
 
 class SandboxRunner:
-    """Runs external tools under limits. Thread-safe; one instance can serve a worker pool.
+    """Runs external tools under limits, each in its own jail. Thread-safe; one instance can
+    serve a worker pool.
 
-    Spawner processes (one per network mode and set of limits in use) start on first use and
-    end with :meth:`close`, the ``with`` block, garbage collection or interpreter exit.
-    ``spawner=False`` launches through the ``unshare``/``prlimit`` wrapper chain instead.
+    Files reach a tool only through a workspace: :meth:`workspace` makes the run directory and
+    :meth:`put` checks and writes files into it (text normalised, static gate applied);
+    :meth:`run` refuses any other directory and gates every file that was written into the
+    workspace some other way before the tool starts. Tools run under ``bwrap``
+    (:mod:`rtlforge.core.sandbox`); ``isolation="none"`` (or ``RTLFORGE_SANDBOX=none``) is the
+    explicit, logged opt-out for platforms without namespaces.
+
+    Spawner processes (one per set of limits in use) start on first use and end with
+    :meth:`close`, the ``with`` block, garbage collection or interpreter exit.
+    ``spawner=False`` launches through a ``prlimit`` wrapper chain instead.
+
+    ``unsafe_skip_gate`` is for tests only: it lets the attack corpus show that the jail alone
+    contains what the gate would have refused.
     """
 
     def __init__(self, limits: Limits | None = None, *, base_dir: str | Path | None = None,
-                 keep_workspaces: bool = False, spawner: bool = True) -> None:
+                 keep_workspaces: bool = False, spawner: bool = True,
+                 isolation: str | None = None, gate_timeout_s: float = 10.0,
+                 gate_memory_mb: int = 2048, unsafe_skip_gate: bool = False) -> None:
         self.limits = limits or Limits()
         self.base_dir = Path(base_dir) if base_dir is not None else None
         self.keep_workspaces = keep_workspaces
         self.use_spawner = spawner
-        self._prlimit = shutil.which("prlimit")
+        self.isolation = isolation_choice(isolation)
+        self.gate_timeout_s = gate_timeout_s
+        self.gate_memory_mb = gate_memory_mb
+        self.unsafe_skip_gate = unsafe_skip_gate
+        self._prlimit = shutil.which("prlimit") or shutil.which("prlimit", path="/usr/bin:/bin")
         self._spawners: dict[_SpawnerKey, Spawner] = {}
         self._spawners_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_spawners, self._spawners)
+        self._launchers: list[_Launcher] = []  # none or one, shared with the finalizer
+        self._launcher_lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _close_spawners, self._spawners,
+                                           self._launchers)
+        self._jail: Jail | None = None
+        self._jail_error: IsolationUnavailableError | None = None
+        self._jail_lock = threading.Lock()
+        self._workspaces: dict[Path, _Workspace] = {}
+        self._workspaces_lock = threading.Lock()
+        self._gate: Gate | None = None
+        if self.isolation == "none":
+            log.warning("sandbox_isolation_disabled", how=f"{ISOLATION_ENV}=none",
+                        effect="tools run with rlimits and no network only: untrusted input "
+                               "can read and write the host's files")
 
     def close(self) -> None:
-        """Stop the spawners once their runs in flight end; a later run starts them again."""
+        """Stop the spawners and gate workers; a later run starts them again."""
         with self._spawners_lock:
             _close_spawners(self._spawners)
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.close()
+        with self._launcher_lock:
+            while self._launchers:
+                self._launchers.pop().stop()
 
     def __enter__(self) -> SandboxRunner:
         return self
@@ -245,22 +408,96 @@ class SandboxRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ---------------------------------------------------------------- isolation
+
+    def jail(self) -> Jail | None:
+        """The jail every run uses (None under ``isolation="none"``); raises
+        IsolationUnavailableError, every time, where the platform cannot provide one."""
+        if self.isolation == "none":
+            return None
+        with self._jail_lock:
+            if self._jail is None and self._jail_error is None:
+                try:
+                    self._jail = Jail.discover()
+                except IsolationUnavailableError as exc:
+                    log.error("sandbox_unavailable", error=str(exc))
+                    self._jail_error = exc
+            if self._jail_error is not None:
+                raise IsolationUnavailableError(str(self._jail_error))
+            return self._jail
+
+    @property
+    def gate(self) -> Gate:
+        """The static gate, run in bounded worker processes (started on first use)."""
+        if self._gate is None:
+            from rtlforge.core.gate import Gate
+
+            with self._jail_lock:
+                if self._gate is None:
+                    self._gate = Gate(self, timeout_s=self.gate_timeout_s,
+                                      memory_mb=self.gate_memory_mb)
+        return self._gate
+
     # ---------------------------------------------------------------- workspaces
 
     @contextlib.contextmanager
     def workspace(self, prefix: str = "rtlforge-") -> Iterator[Path]:
-        """A fresh private directory, removed afterwards unless ``keep_workspaces``."""
+        """A fresh private run directory, removed afterwards unless ``keep_workspaces``.
+
+        Only here can tools run, and files should get in through :meth:`put`.
+        """
         try:
             if self.base_dir is not None:
                 self.base_dir.mkdir(parents=True, exist_ok=True)
-            path = Path(tempfile.mkdtemp(prefix=prefix, dir=self.base_dir))
+            path = Path(tempfile.mkdtemp(prefix=prefix, dir=self.base_dir)).resolve()
         except OSError as exc:
             raise SandboxError(f"cannot create a run directory: {exc}") from exc
+        with self._workspaces_lock:
+            self._workspaces[path] = _Workspace(path)
         try:
             yield path
         finally:
+            with self._workspaces_lock:
+                self._workspaces.pop(path, None)
             if not self.keep_workspaces:
                 shutil.rmtree(path, ignore_errors=True)
+
+    def _workspace_of(self, cwd: str | Path) -> _Workspace:
+        path = Path(cwd).resolve()
+        with self._workspaces_lock:
+            ws = self._workspaces.get(path)
+        if ws is None:
+            raise SandboxError(f"{cwd} is not a live workspace of this runner: tools run only "
+                               "in directories from SandboxRunner.workspace()")
+        return ws
+
+    def put(self, workdir: str | Path, files: Sequence[SourceFile], *, role: Role,
+            readable: Iterable[str] | None = None,
+            rewrite: Callable[[SourceFile], str] | None = None) -> tuple[SourceFile, ...]:
+        """Check ``files`` and write them into the workspace; return them as written.
+
+        Text is normalised first (line endings to LF, so every reader splits lines alike) and
+        must be valid Unicode without NUL (:class:`InvalidSourceError` otherwise). Then the gate
+        checks them for ``role``; ``readable`` names the files they may include or read
+        (default: everything already in the workspace plus these). Raises
+        :class:`SecurityViolation`; nothing is written unless all files pass. ``rewrite``
+        changes a file after the check (the pipeline adds its verdict markers to testbenches):
+        only for our own, trusted additions.
+        """
+        ws = self._workspace_of(workdir)
+        clean = tuple(normalise_source(f) for f in files)
+        for f in clean:
+            if not _is_plain_file_name(f.name):
+                raise InvalidSourceError(f"{f.name!r} is not a plain file name", file=f.name)
+        if readable is None:
+            readable = {*ws.names(), *(f.name for f in clean)}
+        if not self.unsafe_skip_gate and role != "trusted":
+            self.gate.check(clean, role=role, available=readable)
+        for f in clean:
+            text = rewrite(f) if rewrite is not None else f.content
+            (ws.path / f.name).write_text(text, encoding="utf-8")
+        ws.record(f.name for f in clean)
+        return clean
 
     # ---------------------------------------------------------------- running
 
@@ -285,6 +522,48 @@ class SandboxRunner:
             self._spawners[key] = spawner  # (re)inserted last: most recently used
             return spawner
 
+    def _prepare(self, argv: Sequence[str], cwd: str | Path, limits: Limits,
+                 ro_paths: Sequence[str | Path]) -> tuple[list[str], list[str], ToolInfo,
+                                                         _Workspace, bool]:
+        """Jailed argv, launcher prefix, tool, workspace and whether the network is cut."""
+        ws = self._workspace_of(cwd)
+        tool = find_tool(argv[0])
+        jail = self.jail()
+        self._admit(ws)
+        exe = tool.path or argv[0]
+        if jail is None:
+            prefix = network_isolation_prefix() if limits.no_network else []
+            return [exe, *argv[1:]], prefix, tool, ws, bool(prefix)
+        extra = list(ro_paths)
+        if not jail.visible(exe):
+            extra.append(Path(os.path.realpath(exe)).parent.parent)
+        return [*jail.argv(ws.path, extra), exe, *argv[1:]], [], tool, ws, True
+
+    def _admit(self, ws: _Workspace) -> None:
+        """Gate whatever was written into the workspace without :meth:`put` (a plugin that
+        wrote its own files): it is treated as untrusted design text, whatever its suffix."""
+        stray = ws.unrecorded()
+        if not stray:
+            return
+        files = []
+        for name in stray:
+            try:
+                with open(ws.path / name, encoding="utf-8", newline="") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SecurityViolation(
+                    f"{name} was written into the run directory without SandboxRunner.put and "
+                    f"is not readable text ({exc}); it cannot be checked", file=name,
+                    construct="unchecked file") from exc
+            files.append(SourceFile(name=name, content=text))
+        clean = [normalise_source(f) for f in files]
+        if not self.unsafe_skip_gate:
+            self.gate.check(clean, role="design", available=ws.names())
+        for before, after in zip(files, clean, strict=True):
+            if after is not before:
+                (ws.path / after.name).write_text(after.content, encoding="utf-8")
+        ws.record(stray)
+
     def _launch(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], limits: Limits,
                 prefix: Sequence[str], feed_stdin: bool) -> tuple[_Process, int | None, int, int]:
         """Start the tool on fresh pipes; return it with our ends (stdin or None, out, err)."""
@@ -304,7 +583,7 @@ class SandboxRunner:
                     pass  # an enormous argv/env: the wrapper chain has no message-size limit
                 except SpawnerUnavailable as exc:
                     log.warning("sandbox_spawner_unavailable", error=str(exc),
-                                fallback="unshare/prlimit wrapper chain")
+                                fallback="prlimit wrapper chain")
                     self.use_spawner = False
                 except SpawnError as exc:
                     raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from exc
@@ -326,6 +605,14 @@ class SandboxRunner:
                 if fd is not None:
                     os.close(fd)
 
+    @staticmethod
+    def _environment(cwd: Path, env: Mapping[str, str] | None) -> dict[str, str]:
+        run_env = {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
+        run_env.update({"HOME": str(cwd), "TMPDIR": str(cwd), "LC_ALL": "C"})
+        if env:
+            run_env.update(env)
+        return run_env
+
     def run(
         self,
         argv: Sequence[str],
@@ -335,27 +622,28 @@ class SandboxRunner:
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
+        ro_paths: Sequence[str | Path] = (),
     ) -> ToolRun:
-        """Run ``argv`` (``argv[0]`` is a tool name looked up on PATH) inside ``cwd``."""
+        """Run ``argv`` (``argv[0]`` is a tool name looked up on PATH) in the workspace ``cwd``.
+
+        ``ro_paths`` are host files the tool may read (a liberty file); nothing else outside
+        the workspace and the system directories is visible.
+        """
         limits = limits or self.limits
         if timeout is not None:
             limits = limits.model_copy(update={"timeout_s": timeout})
-        tool = find_tool(argv[0])
-        cwd = Path(cwd)
-        run_env = {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
-        run_env.update({"HOME": str(cwd), "TMPDIR": str(cwd), "LC_ALL": "C"})
-        if env:
-            run_env.update(env)
-        prefix = network_isolation_prefix() if limits.no_network else []
-        isolated = bool(prefix)
+        full, prefix, tool, ws, isolated = self._prepare(argv, cwd, limits, ro_paths)
+        run_env = self._environment(ws.path, env)
         start = time.perf_counter()
-        proc, stdin_w, out_r, err_r = self._launch(
-            [tool.path or argv[0], *argv[1:]], cwd, run_env, limits, prefix, stdin is not None)
+        proc, stdin_w, out_r, err_r = self._launch(full, ws.path, run_env, limits, prefix,
+                                                   stdin is not None)
         try:
             out, err, timed_out, overflow = self._collect(proc, stdin_w, out_r, err_r, stdin,
                                                           limits)
         except SpawnError as exc:
             raise SandboxError(f"{argv[0]!r}: {exc}") from exc
+        finally:
+            ws.record_all()  # what the tool wrote is its output, not text to gate
         seconds = time.perf_counter() - start
         rc = proc.returncode
         sig = -rc if rc is not None and rc < 0 else None
@@ -368,29 +656,48 @@ class SandboxRunner:
                   timed_out=timed_out, overflow=overflow)
         return result
 
-    def spawn(self, argv: Sequence[str], cwd: str | Path, *,
-              limits: Limits | None = None) -> subprocess.Popen[bytes]:
-        """Start a long-lived tool (an interactive ``sta``) under the same sandbox as :meth:`run`.
+    def spawn(self, argv: Sequence[str], cwd: str | Path, *, limits: Limits | None = None,
+              ro_paths: Sequence[str | Path] = (),
+              merge_stderr: bool = True) -> subprocess.Popen[bytes]:
+        """Start a long-lived tool (an interactive ``sta``) under the same jail as :meth:`run`.
 
-        The caller owns the process: stdin and stdout are pipes (stderr is merged into stdout),
-        it leads its own process group (end it with :meth:`kill`), and ``limits.timeout_s`` is
-        not enforced here: the caller applies its own per-request deadline. ``cpu_s`` still caps
-        the process's whole lifetime, so callers restart it when it dies.
+        The caller owns the process: stdin and stdout are pipes (stderr is merged into stdout,
+        or discarded with ``merge_stderr=False``), it leads its own process group (end it with
+        :meth:`kill`), and ``limits.timeout_s`` is not enforced here: the caller applies its own
+        per-request deadline. ``cpu_s`` still caps the process's whole lifetime, so callers
+        restart it when it dies. Files it reads later must be put into ``cwd``.
         """
         limits = limits or self.limits
-        tool = find_tool(argv[0])
-        # Always the wrapper chain: the caller needs a Popen with pipes it keeps for a while.
-        prefix = network_isolation_prefix() if limits.no_network else []
-        full = [*self._wrap(prefix, _rlimits(limits)), tool.path or argv[0], *argv[1:]]
-        cwd = Path(cwd)
-        env = {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
-        env.update({"HOME": str(cwd), "TMPDIR": str(cwd), "LC_ALL": "C"})
+        full, prefix, _, ws, _ = self._prepare(argv, cwd, limits, ro_paths)
+
+        def start() -> subprocess.Popen[bytes]:
+            # Always the wrapper chain: the caller needs a Popen with pipes it keeps a while.
+            return subprocess.Popen([*self._wrap(prefix, _rlimits(limits)), *full], cwd=ws.path,
+                                    env=self._environment(ws.path, None),
+                                    start_new_session=True, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT if merge_stderr
+                                    else subprocess.DEVNULL)
+
         try:
-            return subprocess.Popen(full, cwd=cwd, env=env, start_new_session=True,
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT)
+            return self._from_launcher_thread(start)
         except OSError as exc:
             raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from exc
+
+    def _from_launcher_thread(self, start: Callable[[], subprocess.Popen[bytes]],
+                              ) -> subprocess.Popen[bytes]:
+        """Run ``start`` on the runner's launcher thread.
+
+        A jail dies with the *thread* that started it (``--die-with-parent`` is the kernel's
+        parent-death signal, which follows threads), so a long-lived process started from a
+        pool thread would be killed when that thread ends. The launcher thread lives as long as
+        the runner: closing the runner (or the interpreter exiting) ends every such process.
+        """
+        with self._launcher_lock:
+            if not self._launchers or not self._launchers[0].is_alive():
+                self._launchers[:] = [_Launcher()]
+            launcher = self._launchers[0]
+        return launcher.call(start)
 
     @classmethod
     def kill(cls, proc: subprocess.Popen[bytes]) -> None:

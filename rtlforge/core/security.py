@@ -23,6 +23,8 @@ Everything is an allow-list: a system task that is not listed is refused.
 from __future__ import annotations
 
 import bisect
+import functools
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -33,7 +35,7 @@ from pyslang import parsing, syntax
 from rtlforge.core.errors import SecurityViolation
 from rtlforge.core.models import SourceFile
 
-__all__ = ["check_sources"]
+__all__ = ["check_contained", "check_sources"]
 
 TK = parsing.TokenKind
 
@@ -71,6 +73,10 @@ TESTBENCH_SYSTEM_TASKS: frozenset[str] = DESIGN_SYSTEM_TASKS | frozenset((
     "$dumplimit $writememh $writememb"
 ).split())
 
+#: A netlist a tool wrote is structural: it calls nothing.
+_ALLOWED_BY_ROLE: dict[str, frozenset[str]] = {
+    "design": DESIGN_SYSTEM_TASKS, "testbench": TESTBENCH_SYSTEM_TASKS, "netlist": frozenset()}
+
 #: Tasks whose first argument names a file the tool reads.
 _READS_FILE = frozenset({"$readmemh", "$readmemb"})
 #: Tasks whose first argument names a file the tool writes ($fopen depends on its mode).
@@ -88,6 +94,9 @@ _KNOWN_DIRECTIVES = frozenset((
     "delay_mode_distributed", "delay_mode_path", "delay_mode_unit", "delay_mode_zero", "protect",
     "endprotect", "protected", "endprotected", "verilog",
 ))
+
+#: Directives that only expand to a value, harmless inside a macro body.
+_VALUE_DIRECTIVES = frozenset({"__FILE__", "__LINE__"})
 
 _SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
@@ -109,6 +118,15 @@ class _Tok:
     text: str  # raw text; for string literals, the decoded value
     offset: int
     eol: bool  # a (non-continued) line break precedes this token
+    end: int = 0  # offset just past the raw text
+
+    @property
+    def first(self) -> str:
+        return '"' if self.kind == TK.StringLiteral else self.text[:1]
+
+    @property
+    def last(self) -> str:
+        return '"' if self.kind == TK.StringLiteral else self.text[-1:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +141,11 @@ class _Finding:
 class _Macro:
     body: list[_Tok]
     has_params: bool
+    params: frozenset[str] = frozenset()
 
 
-def check_sources(files: Sequence[SourceFile], *, role: Literal["design", "testbench"],
+def check_sources(files: Sequence[SourceFile], *,
+                  role: Literal["design", "testbench", "netlist"],
                   available: Collection[str] = ()) -> None:
     """Raise :class:`SecurityViolation` for the first unsafe construct in ``files``.
 
@@ -133,9 +153,12 @@ def check_sources(files: Sequence[SourceFile], *, role: Literal["design", "testb
     targets and files read by system tasks must be among them. Returns None when nothing unsafe
     was found. Never opens a file and never raises anything else on garbled input.
     """
-    if role not in ("design", "testbench"):
-        raise ValueError(f"role must be 'design' or 'testbench', not {role!r}")
-    allowed = DESIGN_SYSTEM_TASKS if role == "design" else TESTBENCH_SYSTEM_TASKS
+    if role not in _ALLOWED_BY_ROLE:
+        raise ValueError(f"role must be one of {sorted(_ALLOWED_BY_ROLE)}, not {role!r}")
+    allowed = _ALLOWED_BY_ROLE[role]
+    # Tools split lines on CR too; judge the text as they will (SandboxRunner.put writes it so).
+    files = [SourceFile(name=f.name, content=f.content.replace("\r\n", "\n").replace("\r", "\n"))
+             if "\r" in f.content else f for f in files]
     avail = frozenset(n for n in available if _is_plain_name(n))
     if sum(len(f.content) for f in files) > MAX_SOURCE_CHARS:
         first = files[0]
@@ -208,7 +231,7 @@ def _lex(text: str) -> list[_Tok]:
         if continued:
             continue
         text_ = t.valueText if kind == TK.StringLiteral else raw
-        out.append(_Tok(kind, text_, offset, eol))
+        out.append(_Tok(kind, text_, offset, eol, offset + len(raw)))
 
 
 def _args(toks: Sequence[_Tok], i: int) -> list[list[_Tok]] | None:
@@ -305,6 +328,59 @@ def _include_problem(toks: Sequence[_Tok], i: int, text: str,
     return None
 
 
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+_NOT_A_USAGE = ""  # _glue: the token before is not the end of a macro usage
+_ONLY_COMMENTS = re.compile(r"(?:/\*.*?\*/)+", re.DOTALL)
+_DIRECTIVE_LINE = re.compile(
+    r"^[ \t]*`(?:define|undef|undefineall|ifdef|ifndef|elsif|else|endif|include|timescale|"
+    r"default_nettype|resetall|line|pragma|celldefine|endcelldefine)\b", re.MULTILINE)
+
+
+def _comment_problem(text: str, toks: Sequence[_Tok]) -> tuple[str, int] | None:
+    """A block comment that opens on a directive line and ends on a later line: Icarus ends
+    the directive at the newline and reads what follows as code, slang reads one comment."""
+    if "/*" not in text or "`" not in text:
+        return None
+    for m in _DIRECTIVE_LINE.finditer(text):
+        line_end = text.find("\n", m.start())
+        line_end = len(text) if line_end < 0 else line_end
+        start = text.find("/*", m.start(), line_end)
+        while start >= 0:
+            if not _inside_token(toks, start):
+                close = text.find("*/", start + 2)
+                if close < 0 or close > line_end:
+                    return ("a /* comment starts on a directive line and ends on another: "
+                            "tools end the directive at the newline and read on as code",
+                            start)
+                start = text.find("/*", close + 2, line_end)
+            else:
+                start = text.find("/*", start + 2, line_end)
+    return None
+
+
+def _inside_token(toks: Sequence[_Tok], offset: int) -> bool:
+    """Whether ``offset`` falls inside a token (a string literal), not in trivia."""
+    lo, hi = 0, len(toks)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if toks[mid].end <= offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < len(toks) and toks[lo].offset <= offset < toks[lo].end
+
+
+def _fuses(a: str | None, b: str | None) -> bool:
+    """Whether characters ``a`` then ``b``, written with no space between, can lex as one
+    token that neither makes alone. None is a character not known statically (it may be
+    anything but a lone backtick or backslash, which are refused wherever they appear)."""
+    if a is None:
+        return b is None or b in _WORD or b in "/*"
+    if b is None:
+        return a in _WORD or a in "`\\/"
+    return (a in _WORD and b in _WORD) or a in "`\\" or (a == "/" and b in "/*")
+
+
 # ------------------------------------------------------------------------------------ phase 1+3
 
 
@@ -326,7 +402,7 @@ class _RawScanner:
         match = _matching_parens(toks)
         n = len(toks)
         in_define = False
-        params: set[str] = set()
+        params: list[str] = []
         body_start = 0
         define_name: str | None = None
         define_params = False
@@ -336,13 +412,28 @@ class _RawScanner:
         def note(message: str, construct: str, tok: _Tok) -> None:
             late.append(_Finding(message, construct, f, tok.offset))
 
+        text = f.content
+        problem = _comment_problem(text, toks)
+        if problem is not None:
+            return _Finding(problem[0], "/*", f, problem[1])
+        #: index of the token that ends a macro usage -> last character of its expansion
+        usage_end: dict[int, str | None] = {}
         i = 0
         while i < n:
             t = toks[i]
             if in_define and t.eol:
-                self._define(define_name, define_params, toks[body_start:i])
+                self._define(define_name, define_params, toks[body_start:i], params)
                 in_define = False
             kind = t.kind
+            if kind == TK.StringLiteral and text.startswith('"""', t.offset):
+                return _Finding('""" is a multi-line string to some tools and an empty string '
+                                "plus an open one to others", '"""', f, t.offset)
+            if in_define and i > body_start and toks[i - 1].end < t.offset:
+                gap = text[toks[i - 1].end:t.offset]
+                if _ONLY_COMMENTS.fullmatch(gap) and _fuses(toks[i - 1].last, t.first):
+                    return _Finding("a comment is all that separates two tokens in a macro "
+                                    "body: Icarus deletes it and fuses them; use a space", "/*",
+                                    f, toks[i - 1].end)
             if kind == TK.Directive or kind == TK.MacroUsage:
                 name = t.text[1:]
                 if name == "include":
@@ -354,6 +445,10 @@ class _RawScanner:
                                     "configuration", t.text, f, t.offset)
                 if in_define and (name in params or _pasted(toks, i)):
                     return _Finding("directive built from macro pieces cannot be checked",
+                                    t.text, f, t.offset)
+                if in_define and name in _KNOWN_DIRECTIVES and name not in _VALUE_DIRECTIVES:
+                    return _Finding(f"`{name} inside a macro body: macros that define macros or "
+                                    "carry directives are expanded differently by each tool",
                                     t.text, f, t.offset)
                 if name == "define" and not in_define:
                     in_define = True
@@ -370,6 +465,17 @@ class _RawScanner:
                     self.saw_macro_usage = True
                     close = match[i + 1] if i + 1 < n and toks[i + 1].kind == TK.OpenParenthesis \
                         else -1
+                    args = _args(toks, i) if close >= 0 else None
+                    bad_arg = self._pasted_arg(name, args)
+                    if bad_arg:
+                        return _Finding(bad_arg, t.text, f, t.offset)
+                    last = self._edge(name, args, False)
+                    glue = self._glue(toks, i, close if close >= 0 else i,
+                                      self._edge(name, args, True), last,
+                                      usage_end.get(i - 1, _NOT_A_USAGE))
+                    if glue:
+                        return _Finding(glue, t.text, f, t.offset)
+                    usage_end[close if close >= 0 else i] = last
                     if not in_define and i > cost_skip:
                         self.expanded += self._call_cost(toks, i, match, 0)
                         cost_skip = close
@@ -392,19 +498,103 @@ class _RawScanner:
                     note("a lone '$' in a macro could be pasted into a system task name", "$", t)
             elif kind == TK.MacroPaste and not in_define:
                 note("token pasting outside a macro body", "``", t)
+            elif kind == TK.MacroPaste and not _pastes_words(toks, i, params):
+                return _Finding("`` may only paste identifier pieces: pasting other text is "
+                                "read differently by each tool", "``", f, t.offset)
+            elif kind == TK.Identifier and in_define and t.text in params:
+                glue = self._glue(toks, i, i, None, None)
+                if glue:
+                    return _Finding(glue.replace(t.text, f"macro argument {t.text}", 1), t.text,
+                                    f, t.offset)
+            elif kind == TK.Identifier and t.text.startswith("\\"):
+                if self.role != "netlist" and (t.text[1:2] in ("$", "`") or "`" in t.text):
+                    note(f"escaped identifier {t.text}: simulators read it as a system task or "
+                         "directive name", t.text, t)
+            elif kind == TK.Unknown and any(c in t.text for c in "`$\\"):
+                return _Finding(f"stray {t.text!r}: tools glue it onto neighbouring text",
+                                t.text, f, t.offset)
+            elif kind in (TK.RootSystemName, TK.UnitSystemName) and self.role == "design":
+                note(f"{t.text} names the whole simulation: a design may only reference its own "
+                     "hierarchy", t.text, t)
+            elif kind == TK.BindKeyword and self.role == "design":
+                note("bind inserts code into other modules (the testbench): not allowed in a "
+                     "design", "bind", t)
             elif (kind in (TK.ImportKeyword, TK.ExportKeyword, TK.Identifier)
                   and _foreign_import(toks, i)):
                 construct = f"{t.text} {_construct_text(toks[i + 1])}"
                 note("foreign-language (DPI) import/export runs native code", construct, t)
             i += 1
         if in_define:
-            self._define(define_name, define_params, toks[body_start:])
+            self._define(define_name, define_params, toks[body_start:], params)
         return None
 
-    def _define(self, name: str | None, has_params: bool, body: list[_Tok]) -> None:
+    def _define(self, name: str | None, has_params: bool, body: list[_Tok],
+                params: Sequence[str]) -> None:
         if name:
-            self.macros[name] = _Macro(body, has_params)
+            self.macros[name] = _Macro(body, has_params, tuple(params))
             self._cost_memo.clear()
+
+    def _edge(self, name: str, args: list[list[_Tok]] | None, first: bool,
+              depth: int = 0) -> str | None:
+        """First (or last) character of what the usage of ``name`` expands to; None when that
+        depends on something not known here (an undefined macro, an empty expansion)."""
+        macro = self.macros.get(name)
+        if macro is None or not macro.body or depth > 16:
+            return None
+        tok = macro.body[0] if first else macro.body[-1]
+        if tok.kind == TK.Identifier and tok.text in macro.params:
+            index = macro.params.index(tok.text)
+            arg = args[index] if args is not None and index < len(args) else []
+            if not arg or arg[0 if first else -1].kind in (TK.Directive, TK.MacroUsage):
+                return None
+            return arg[0].first if first else arg[-1].last
+        if tok.kind in (TK.Directive, TK.MacroUsage):
+            inner = tok.text[1:]
+            if inner in _KNOWN_DIRECTIVES:
+                return None
+            return self._edge(inner, None, first, depth + 1)
+        return tok.first if first else tok.last
+
+    def _pasted_arg(self, name: str, args: list[list[_Tok]] | None) -> str | None:
+        """Why an argument of this usage cannot be pasted (``a``b``) safely, or None."""
+        macro = self.macros.get(name)
+        if macro is None or not macro.params:
+            return None
+        body = macro.body
+        for k, tok in enumerate(body):
+            if tok.kind != TK.MacroPaste:
+                continue
+            for side, first in ((k - 1, False), (k + 1, True)):
+                if not (0 <= side < len(body)) or body[side].text not in macro.params:
+                    continue
+                index = macro.params.index(body[side].text)
+                arg = args[index] if args is not None and index < len(args) else []
+                edge = (arg[0].first if first else arg[-1].last) if arg else None
+                if edge is None or edge not in _WORD:
+                    return (f"argument {index + 1} of `{name} is pasted (``) but does not "
+                            "start/end with an identifier character")
+        return None
+
+    def _glue(self, toks: Sequence[_Tok], i: int, end: int, first: str | None,
+              last: str | None, before: str | None = "") -> str | None:
+        """Why the text ``toks[i..end]`` (a macro usage or argument) could fuse with an
+        adjacent token once a tool pastes its expansion in as text, or None. An explicit
+        paste (````) is no accident: slang performs it like the tools. ``before`` is the last
+        character of the expansion that ends right before ``toks[i]`` when that is a macro
+        usage too (two uses side by side fuse through their expansions)."""
+        paste = (TK.MacroPaste,)
+        left = toks[i - 1].last if before == _NOT_A_USAGE else before
+        if i > 0 and toks[i - 1].end == toks[i].offset and toks[i - 1].kind not in paste \
+                and _fuses(left, first):
+            return (f"{toks[i].text} touches {toks[i - 1].text!r} with no space between: tools "
+                    "paste macro text in and re-read it, so the two can fuse into another "
+                    "token; add a space")
+        if end + 1 < len(toks) and toks[end + 1].offset == toks[end].end \
+                and toks[end + 1].kind not in paste and _fuses(last, toks[end + 1].first):
+            return (f"{toks[i].text} touches {toks[end + 1].text!r} with no space between: tools "
+                    "paste macro text in and re-read it, so the two can fuse into another "
+                    "token; add a space")
+        return None
 
     def _call_cost(self, toks: Sequence[_Tok], i: int, match: Sequence[int], depth: int) -> int:
         """Upper bound on the tokens produced by the macro usage at ``toks[i]``."""
@@ -447,28 +637,38 @@ class _RawScanner:
         return min(total, MAX_EXPANDED_TOKENS + 1)
 
 
-def _define_header(toks: Sequence[_Tok], i: int) -> tuple[str | None, bool, set[str], int]:
+def _define_header(toks: Sequence[_Tok], i: int) -> tuple[str | None, bool, list[str], int]:
     """Name, whether it takes arguments, formal names, and body start of the `define at i."""
     n = len(toks)
     j = i + 1
     if j >= n or toks[j].eol:
-        return None, False, set(), j
+        return None, False, [], j
     name = toks[j].text
     j += 1
-    params: set[str] = set()
+    params: list[str] = []
     adjacent = j < n and toks[j].offset == toks[j - 1].offset + len(name)
     if j < n and toks[j].kind == TK.OpenParenthesis and adjacent and not toks[j].eol:
         expect_name = True
         j += 1
         while j < n and not toks[j].eol and toks[j].kind != TK.CloseParenthesis:
             if expect_name and toks[j].kind == TK.Identifier:
-                params.add(toks[j].text)
+                params.append(toks[j].text)
             expect_name = toks[j].kind == TK.Comma
             j += 1
         if j < n and not toks[j].eol:
             j += 1
         return name, True, params, j
     return name, False, params, j
+
+
+def _pastes_words(toks: Sequence[_Tok], i: int, params: Sequence[str]) -> bool:
+    """Whether the ```` at ``toks[i]`` joins identifier pieces (a formal argument counts: its
+    value is checked where the macro is used)."""
+    def wordy(tok: _Tok, edge: str) -> bool:
+        return tok.text in params or (tok.kind in (TK.Directive, TK.MacroUsage)) or edge in _WORD
+
+    return (0 < i < len(toks) - 1 and wordy(toks[i - 1], toks[i - 1].last)
+            and wordy(toks[i + 1], toks[i + 1].first))
 
 
 def _matching_parens(toks: Sequence[_Tok]) -> list[int]:
@@ -545,6 +745,9 @@ def _check_preprocessed(files: Sequence[SourceFile], allowed: frozenset[str],
             raw.append(node)
 
     tree.root.visit(collect)
+    if len(raw) > MAX_EXPANDED_TOKENS:  # the estimate missed: count what slang really made
+        return _Finding(f"macro expansion too large to check ({len(raw)} tokens)", "`define",
+                        files[0], 0)
 
     def finding(message: str, construct: str, tok: parsing.Token) -> _Finding:
         loc = sm.getFullyExpandedLoc(tok.location)
@@ -579,3 +782,111 @@ def _check_preprocessed(files: Sequence[SourceFile], allowed: frozenset[str],
             return finding("foreign-language (DPI) import/export runs native code",
                            f"{t.rawText} {_construct_text(toks[i + 1])}", t)
     return None
+
+
+# ------------------------------------------------------------------------------------ containment
+
+#: slang diagnostics for a name the design uses but does not declare.
+_UNRESOLVED = ("Undeclared", "Unknown", "CouldNotResolve")
+
+
+@functools.lru_cache(maxsize=64)
+def _task_names(texts: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """Every identifier the task's files mention (a superset of what they declare), and the
+    modules, packages, interfaces and classes they declare."""
+    mentioned = frozenset(t.text for text in texts for t in _lex(text)
+                          if t.kind == TK.Identifier)
+    declared = frozenset(name for text in texts
+                         for name, _ in _module_names(syntax.SyntaxTree.fromText(text)))
+    return mentioned, declared
+
+
+def _module_names(tree: syntax.SyntaxTree) -> list[tuple[str, int]]:
+    names: list[tuple[str, int]] = []
+
+    def visit(node: object) -> None:
+        header = getattr(node, "header", None)
+        name = getattr(header, "name", None)
+        if isinstance(name, parsing.Token) and type(node).__name__ in (
+                "ModuleDeclarationSyntax", "ClassDeclarationSyntax"):  # modules, packages, ...
+            names.append((name.valueText, name.location.offset))
+
+    tree.root.visit(visit)
+    return names
+
+
+def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile],
+                    support: Sequence[SourceFile] = ()) -> None:
+    """Raise :class:`SecurityViolation` when the design names something of the task's.
+
+    The design is elaborated on its own (slang, from memory; its includes resolve to the task's
+    support files, nothing is opened). Any name it uses but does not declare (a hierarchical
+    reference such as ``tb.errors``, a task of the testbench, a ``$unit`` variable or package of
+    the testbench, the testbench's reference module) that the task's files mention would, in the
+    real simulation, reach into the testbench: ``force tb.errors = 0`` or ``assign y =
+    tb.ref.y`` forge a pass. Module names the task already uses are refused too (a second
+    ``module tb`` would be the one some tool elaborates). Undeclared names the task does not
+    mention are left to lint, as the bugs they are. The task's ``support`` modules belong to
+    the design's world: a design may instantiate what the task provides for it.
+    """
+    if not design:
+        return
+    task_names, task_modules = _task_names(tuple(f.content for f in testbench))
+    sm = pyslang.SourceManager()
+    for f in (*testbench, *support):
+        sm.assignText(_VIRTUAL_DIR + f.name, f.content)
+    compilation = pyslang.ast.Compilation()
+    for f in support:
+        if f.name.lower().endswith((".v", ".sv")):
+            compilation.addSyntaxTree(syntax.SyntaxTree.fromText(f.content, f.name))
+    by_buffer: dict[int, SourceFile] = {}
+    for f in design:
+        buf = sm.assignText(_VIRTUAL_DIR + f.name, f.content)
+        by_buffer[buf.id.id] = f
+        tree = syntax.SyntaxTree.fromBuffer(buf, sm, pyslang.Bag())
+        for name, offset in _module_names(tree):
+            if name in task_modules:
+                raise _violation(_Finding(
+                    f"the design declares {name!r}, a name the task's testbench uses: a design "
+                    "may not replace or shadow testbench modules", name, f, offset))
+        compilation.addSyntaxTree(tree)
+    compilation.getRoot()
+    suspects = _unresolved(compilation, sm, by_buffer, task_names)
+    if not suspects:
+        return
+    # Elaborate design and task together, as one compilation unit (as Icarus does): a name
+    # still unresolved there is the design's own bug, for lint; one that now resolves reaches
+    # into the testbench.
+    sm2 = pyslang.SourceManager()
+    buffers = [sm2.assignText(_VIRTUAL_DIR + f.name, f.content)
+               for f in (*testbench, *support, *design)
+               if f in design or f.name.lower().endswith((".v", ".sv"))]
+    by_buffer2 = {b.id.id: f for b, f in zip(buffers[-len(design):], design, strict=True)}
+    together = pyslang.ast.Compilation()
+    together.addSyntaxTree(syntax.SyntaxTree.fromBuffers(buffers, sm2, pyslang.Bag()))
+    together.getRoot()
+    still = {key for key, _ in _unresolved(together, sm2, by_buffer2, task_names)}
+    for key, (name, f, offset) in suspects:
+        if key not in still:
+            raise _violation(_Finding(
+                f"the design refers to {name!r}, which it does not declare: in the simulation "
+                "that name is the testbench's, and a design may only reference its own "
+                "hierarchy", name, f, offset))
+
+
+def _unresolved(compilation: pyslang.ast.Compilation, sm: pyslang.SourceManager,
+                by_buffer: dict[int, SourceFile], names: frozenset[str],
+                ) -> list[tuple[tuple[str, int, str], tuple[str, SourceFile, int]]]:
+    """Names among ``names`` that the design files use without a declaration in reach."""
+    found = []
+    for diag in compilation.getAllDiagnostics():
+        code = str(diag.code)
+        args = list(diag.args)
+        name = args[0] if args and isinstance(args[0], str) else None
+        if name is None or name not in names or not any(k in code for k in _UNRESOLVED):
+            continue
+        loc = sm.getFullyExpandedLoc(diag.location)
+        f = by_buffer.get(loc.buffer.id)
+        if f is not None:
+            found.append(((f.name, loc.offset, name), (name, f, loc.offset)))
+    return found

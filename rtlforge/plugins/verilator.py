@@ -2,7 +2,8 @@
 
 Verilator is the stricter second opinion: its lint catches width and driver problems Icarus
 accepts silently, and ``--binary --timing`` simulates the same testbenches. A build runs g++ and
-takes seconds, so it has its own (generous) timeout apart from the simulation's.
+takes seconds; it is bounded by the stage timeout like every other run (``build_timeout``
+sets a budget of its own when builds need more than simulations).
 
 The compiled simulation is started through ``env``: the runner resolves ``argv[0]`` on PATH
 (relative to the caller, not the run directory), so a run-directory binary needs a launcher.
@@ -98,7 +99,7 @@ class VerilatorSim(Validator):
     stage: ClassVar[str] = "simulate"
     needs_testbench: ClassVar[bool] = True
 
-    build_timeout: float = 300.0
+    build_timeout: float | None = None  # None: the stage timeout (``--timeout``)
     jobs: int = 1
     timescale: str = "1ns/1ps"
     extra_args: tuple[str, ...] = ()
@@ -116,9 +117,10 @@ class VerilatorSim(Validator):
                 "-Wno-lint", "-Wno-style", "--timescale", self.timescale,
                 "--Mdir", _MDIR, "-o", _BINARY, *(["--top-module", top] if top else []),
                 *self.extra_args, *task_sources(ctx), *compiled_sources(ctx.design_files)]
-        build = ctx.runner.run(argv, cwd=ctx.workdir, timeout=self.build_timeout)
+        budget = self.build_timeout or ctx.timeout
+        build = ctx.runner.run(argv, cwd=ctx.workdir, timeout=budget)
         verdict, build_feedback = build_verdict(build, stage=self.name, files=files,
-                                                timeout=self.build_timeout)
+                                                timeout=budget)
         build_feedback = attribute_to_task(build_feedback, task_files)
         metrics: dict[str, Any] = {"build_s": round(build.seconds, 4)}
         if verdict is not Verdict.PASS:

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -35,13 +32,21 @@ from typing import Any, ClassVar, Literal
 import pyslang
 from pyslang import parsing, syntax
 
-from rtlforge.core.errors import ExtractionError, RtlforgeError
+from rtlforge.core.errors import (
+    ExtractionError,
+    InvalidSourceError,
+    RtlforgeError,
+    SecurityViolation,
+)
 from rtlforge.core.extract import extract_verilog
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Reward
+from rtlforge.core.models import SourceFile
+from rtlforge.core.runner import SandboxRunner
 
 BackendName = Literal["pyverilog", "pyslang"]
-Status = Literal["parsed", "unparsable", "no_code", "too_large", "over_budget", "reference_error"]
+Status = Literal["parsed", "unparsable", "no_code", "too_large", "over_budget", "reference_error",
+                 "infra_error"]
 
 INSTALL_HINT = "install the optional extra: pip install 'rtlforge[ast]'"
 
@@ -260,6 +265,7 @@ class ParseFailure:
 
     reason: str
     too_large: bool = False
+    infra: bool = False  # the tool or sandbox failed: no verdict on the source
 
 
 class _Backend(ABC):
@@ -345,6 +351,7 @@ class PyverilogBackend(_Backend):
     name: ClassVar[BackendName] = "pyverilog"
     _lock = threading.Lock()
     _parser: Any = None
+    _runner: SandboxRunner | None = None  # per instance, made on the first macro preprocess
 
     @staticmethod
     def available() -> bool:
@@ -388,7 +395,9 @@ class PyverilogBackend(_Backend):
         if "include" in names or "``" in source:
             return ParseFailure("pyverilog: `include and token pasting are not accepted")
         if names - _NOOP_DIRECTIVES:
-            pre = _iverilog_preprocess(source)
+            if self._runner is None:
+                self._runner = SandboxRunner()
+            pre = _iverilog_preprocess(source, self._runner)
             if isinstance(pre, ParseFailure):
                 return pre
             text = pre
@@ -427,32 +436,31 @@ def _pyverilog_children(node: Any) -> Sequence[Any]:
     return [c for c in (node.children() or ()) if isinstance(c, Node)]
 
 
-def _iverilog_preprocess(source: str) -> str | ParseFailure:
-    """``iverilog -E`` in a private directory: nothing lands in the CWD, nothing is shared."""
-    exe = os.environ.get("PYVERILOG_IVERILOG") or shutil.which("iverilog")
-    if exe is None:
-        return ParseFailure("pyverilog: source needs preprocessing but iverilog is not installed")
-    with tempfile.TemporaryDirectory(prefix="rtlforge-ast-") as tmp:
-        src, out = os.path.join(tmp, "source.v"), os.path.join(tmp, "preprocessed.v")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(source)
-        try:
-            proc = subprocess.run([exe, "-E", "-o", out, src], cwd=tmp, capture_output=True,
-                                  stdin=subprocess.DEVNULL, timeout=_PREPROCESS_TIMEOUT_S,
-                                  check=False)
-        except subprocess.TimeoutExpired:
-            return ParseFailure("pyverilog: iverilog -E timed out")
-        except OSError as exc:
-            return ParseFailure(f"pyverilog: could not run iverilog -E: {exc}")
-        err = proc.stderr.decode(errors="replace").strip().splitlines()
-        undefined = [line for line in err if "undefined" in line]
-        if proc.returncode != 0 or undefined or not os.path.exists(out):
-            # iverilog only warns about an undefined macro (and pastes nothing); slang rejects
-            # it, and so do we, so both backends agree that such code does not parse.
-            first = (undefined or err or ["?"])[0]
-            return ParseFailure(f"pyverilog: iverilog -E failed: {first}"[:300])
-        with open(out, encoding="utf-8", errors="replace") as f:
-            return f.read()
+def _iverilog_preprocess(source: str, runner: SandboxRunner) -> str | ParseFailure:
+    """``iverilog -E`` in a jailed workspace, the text gated like any design first."""
+    exe = os.environ.get("PYVERILOG_IVERILOG") or "iverilog"
+    try:
+        with runner.workspace(prefix="rtlforge-ast-") as tmp:
+            runner.put(tmp, [SourceFile(name="source.v", content=source)], role="design",
+                       readable=["source.v"])
+            run = runner.run([exe, "-E", "-o", "preprocessed.v", "source.v"], cwd=tmp,
+                             timeout=_PREPROCESS_TIMEOUT_S)
+            out = tmp / "preprocessed.v"
+            text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else None
+    except (SecurityViolation, InvalidSourceError) as exc:
+        return ParseFailure(f"pyverilog: refused by the security check: {exc}"[:300])
+    except RtlforgeError as exc:  # tool missing, sandbox failure
+        return ParseFailure(f"pyverilog: could not run iverilog -E: {exc}"[:300], infra=True)
+    if run.timed_out:
+        return ParseFailure("pyverilog: iverilog -E timed out")
+    err = run.stderr.strip().splitlines()
+    undefined = [line for line in err if "undefined" in line]
+    if run.returncode != 0 or undefined or text is None:
+        # iverilog only warns about an undefined macro (and pastes nothing); slang rejects
+        # it, and so do we, so both backends agree that such code does not parse.
+        first = (undefined or err or ["?"])[0]
+        return ParseFailure(f"pyverilog: iverilog -E failed: {first}"[:300])
+    return text
 
 
 _BACKENDS: dict[str, type[_Backend]] = {"pyverilog": PyverilogBackend, "pyslang": PyslangBackend}
@@ -638,6 +646,8 @@ class ASTSimilarityReward(Reward):
                 continue
             judged_by = backend.name
             cand = backend.parse(code, self.max_nodes)
+            if isinstance(cand, ParseFailure) and cand.infra:
+                return ASTScore(None, "infra_error", backend=backend.name, detail=cand.reason)
             if isinstance(cand, ParseFailure):
                 last_failure = cand
                 notes.append(f"{backend.name} cannot parse the completion ({cand.reason})")
