@@ -204,7 +204,7 @@ def doctor(as_json: bool) -> None:
             jail = runner.jail()
             report["sandbox"] = "ok" if jail is not None else "disabled (RTLFORGE_SANDBOX=none)"
             if jail is not None:
-                report["visible_read_only"] = [str(p) for p in jail.roots]
+                report["visible_read_only"] = [str(p) for p in (*jail.roots, *jail.python)]
             with runner.workspace() as ws:
                 runner.put(ws, [File(name="probe.v", content="module probe; endmodule\n")],
                            role="design")

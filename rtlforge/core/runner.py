@@ -535,9 +535,11 @@ class SandboxRunner:
             prefix = network_isolation_prefix() if limits.no_network else []
             return [exe, *argv[1:]], prefix, tool, ws, bool(prefix)
         extra = list(ro_paths)
+        # A tool outside the system directories (a venv's launcher script) may need Python.
+        python = jail.starts_python(exe) or not jail.visible(exe)
         if not jail.visible(exe):
             extra.append(Path(os.path.realpath(exe)).parent.parent)
-        return [*jail.argv(ws.path, extra), exe, *argv[1:]], [], tool, ws, True
+        return [*jail.argv(ws.path, extra, python=python), exe, *argv[1:]], [], tool, ws, True
 
     def _admit(self, ws: _Workspace) -> None:
         """Gate whatever was written into the workspace without :meth:`put` (a plugin that

@@ -84,6 +84,9 @@ class Jail:
     bwrap: str
     base: tuple[str, ...]
     roots: tuple[Path, ...]  # what is visible read-only (besides the run directory)
+    #: The Python runtime (venv, base install, rtlforge), bound only for runs that start
+    #: Python (cocotb, the gate's worker): every bind costs a little on every start.
+    python: tuple[Path, ...] = ()
 
     @classmethod
     def discover(cls, extra_ro: Sequence[str | Path] = ()) -> Jail:
@@ -107,7 +110,7 @@ class Jail:
             if os.path.exists(path):
                 base += ["--ro-bind", path, path]
                 roots.append(Path(path))
-        extra = [Path(p).resolve() for p in (*_python_roots(), *extra_ro)]
+        extra = [Path(p).resolve() for p in extra_ro]
         if os.environ.get("VERILATOR_ROOT"):
             extra.append(Path(os.environ["VERILATOR_ROOT"]).resolve())
         for path in extra:
@@ -115,15 +118,18 @@ class Jail:
                 base += ["--ro-bind", str(path), str(path)]
                 roots.append(path)
         base += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        jail = cls(bwrap=bwrap, base=tuple(base), roots=tuple(roots))
+        jail = cls(bwrap=bwrap, base=tuple(base), roots=tuple(roots),
+                   python=tuple(p for p in _python_roots() if not _covered(p, roots)))
         jail.probe()
         return jail
 
-    def argv(self, run_dir: Path, ro_paths: Sequence[str | Path] = ()) -> list[str]:
-        """``bwrap ... --`` for a run in ``run_dir``; ``ro_paths`` are bound read-only too."""
+    def argv(self, run_dir: Path, ro_paths: Sequence[str | Path] = (), *,
+             python: bool = False) -> list[str]:
+        """``bwrap ... --`` for a run in ``run_dir``; ``ro_paths`` are bound read-only too, and
+        the Python runtime with ``python``."""
         run = str(run_dir)
         out = [self.bwrap, *self.base]
-        for path in ro_paths:
+        for path in (*(self.python if python else ()), *ro_paths):
             real = Path(path).resolve()
             if not _covered(real, self.roots):
                 out += ["--ro-bind", str(real), str(real)]
@@ -134,6 +140,11 @@ class Jail:
     def visible(self, path: str | Path) -> bool:
         """Whether a host path is visible (read-only) inside every jail."""
         return _covered(Path(path).resolve(), self.roots)
+
+    def starts_python(self, exe: str | Path) -> bool:
+        """Whether ``exe`` is (a link to) the Python interpreter of this process."""
+        return Path(os.path.realpath(exe)) == Path(os.path.realpath(sys.executable)) or \
+            Path(exe).name.startswith("python")
 
     def probe(self) -> None:
         """Run ``true`` in a jail; raise IsolationUnavailableError with bwrap's words if not."""

@@ -1,0 +1,5 @@
+// Upward hierarchical force of the testbench's counter: the testbench itself prints Mismatches: 0.
+module top_module(input [7:0] a, input [7:0] b, output [8:0] sum);
+  assign sum = 9'd0;  // wrong on purpose: every vector mismatches
+  initial #1 force tb.errors = 0;
+endmodule

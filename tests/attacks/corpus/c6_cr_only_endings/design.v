@@ -1,0 +1,1 @@
+// classic-Mac line endings: every line ends in a bare CRmodule top_module(input [7:0] a, input [7:0] b, output [8:0] sum);  assign sum = a + b;endmodule

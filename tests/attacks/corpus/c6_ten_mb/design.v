@@ -1,0 +1,7 @@
+`ifndef RTLF_ONCE
+`define RTLF_ONCE
+module top_module(input [7:0] a, input [7:0] b, output [8:0] sum);
+  assign sum = a + b;
+endmodule
+`endif
+// padding padding padding padding padding padding padding padding padding padding padding

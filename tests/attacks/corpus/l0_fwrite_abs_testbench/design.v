@@ -1,0 +1,4 @@
+// Correct adder; the testbench override is the attack.
+module top_module(input [7:0] a, input [7:0] b, output [8:0] sum);
+  assign sum = a + b;
+endmodule

