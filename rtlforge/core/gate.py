@@ -187,7 +187,7 @@ class Gate:
         if reply is None:
             seconds = time.monotonic() - start
             why = (f"ran past its {self.timeout_s:g} s budget" if seconds >= self.timeout_s
-                   else f"ran out of memory ({self.memory_mb} MB)")
+                   else f"ran out of memory ({self.memory_mb} MB) or crashed on this input")
             log.warning("gate_budget_exceeded", why=why)
             first = request.get("files") or request.get("design") or [["?", ""]]
             raise SecurityViolation(f"too expensive to check: the security check {why}",

@@ -111,6 +111,7 @@ class Limits(BaseModel):
     address_space_mb: int | None = 8192
     file_size_mb: int = 256
     output_bytes: int = 1_000_000
+    #: Only matters with ``isolation="none"``: a jail never has a network.
     no_network: bool = True
     #: Processes of the run's (kernel) user; stops fork bombs. None: no limit.
     processes: int | None = 4096

@@ -2,14 +2,22 @@
 
 Simulators execute what they are given: Verilator runs ``$system``, DPI imports of libc and
 ``$c``/``\\`systemc_*`` blocks as real C++, and every simulator opens whatever path ``$fopen``,
-``$readmemh`` or ``\\`include`` names. Process sandboxing limits the damage; this check refuses
-such designs outright, with the file, line and construct, so the refusal is useful feedback.
+``$readmemh`` or ``\\`include`` names. The jail (:mod:`rtlforge.core.sandbox`) contains the
+damage on its own; this check refuses such designs outright, with the file, line and construct,
+so the refusal is useful feedback, and it is the only line against forged passes
+(:func:`check_contained`). It runs in a bounded worker process (:mod:`rtlforge.core.gate`).
+
+slang is only a model of what the tools read: Icarus, Verilator and yosys preprocess as text and
+re-lex, so anything on which the two views could differ is refused rather than modelled (macro
+text that fuses with its neighbours, directives in macro bodies, comments and strings that end
+differently, escaped system names). ``tests/test_security_fuzz.py`` checks the result against
+``iverilog -E`` and ``verilator -E``.
 
 The check runs in three phases over the same inputs:
 
 1. a raw pass with slang's *lexer* (no preprocessing, so nothing is ever opened) validates every
-   ``\\`include`` and rejects directives that hand code to a C++ compiler or could synthesise an
-   include from macro pieces;
+   ``\\`include``, rejects directives that hand code to a C++ compiler or could synthesise an
+   include from macro pieces, and the constructs the views disagree on;
 2. slang then preprocesses all files as one compilation unit from in-memory buffers with
    ``maxIncludeDepth=0`` (so it cannot open a file whatever the text says), and the expanded token
    stream is checked, which catches names built by macro pasting;
