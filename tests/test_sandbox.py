@@ -233,3 +233,17 @@ def test_doctor_reports_a_working_jail() -> None:
     report = json.loads(result.output.strip().splitlines()[-1])
     assert report["sandbox"] == "ok" and report["uid_inside"] == "65534"
     assert report["gate"] == "ok"
+
+
+@pytest.mark.parametrize(("design", "says"), [
+    ('`define S system\nmodule top_module; initial $`S("id"); endmodule\n', "space"),
+    ("module top_module; initial force tb.errors = 0; endmodule\n", "own ports"),
+])
+def test_refusals_tell_the_author_what_to_change(runner: SandboxRunner, design: str,
+                                                 says: str) -> None:
+    task = Task(id="t", spec="", top="top_module", testbench=(SourceFile(
+        name="tb.v", content="module tb; integer errors; top_module dut(); endmodule\n"),))
+    report = Pipeline([IverilogLint()], runner=runner).validate(
+        task, Candidate.from_source(design))
+    assert report.verdict is Verdict.FAIL and report.stages[0].name == "security"
+    assert says in (report.feedback[0].hint or "")

@@ -28,7 +28,8 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
             return {"error": f"unknown request {request['op']!r}"}
     except SecurityViolation as exc:
         return {"violation": {"message": str(exc), "file": exc.file, "line": exc.line,
-                              "construct": exc.construct, "source_line": exc.source_line}}
+                              "construct": exc.construct, "source_line": exc.source_line,
+                              "hint": exc.hint}}
     return {"ok": True}
 
 

@@ -15,12 +15,14 @@ class SecurityViolation(RtlforgeError):
     """
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
-                 construct: str | None = None, source_line: str | None = None) -> None:
+                 construct: str | None = None, source_line: str | None = None,
+                 hint: str | None = None) -> None:
         super().__init__(message)
         self.file = file
         self.line = line
         self.construct = construct
         self.source_line = source_line
+        self.hint = hint  # what to change, when the generic security hint would mislead
 
 
 class ToolMissingError(RtlforgeError):

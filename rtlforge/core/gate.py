@@ -206,5 +206,6 @@ def _raise(violation: dict[str, Any] | None) -> None:
     if violation is not None:
         raise SecurityViolation(violation["message"], file=violation.get("file"),
                                 line=violation.get("line"), construct=violation.get("construct"),
-                                source_line=violation.get("source_line"))
+                                source_line=violation.get("source_line"),
+                                hint=violation.get("hint"))
 

@@ -260,6 +260,8 @@ class Pipeline:
                                      file=exc.file, line=exc.line)
             if context and feedback.context is None:
                 feedback = feedback.model_copy(update={"context": context})
+            if exc.hint:
+                feedback = feedback.model_copy(update={"hint": exc.hint})
             log.warning("security_violation", task=task.id, construct=exc.construct,
                         file=exc.file, line=exc.line)
             return StageResult(name="security", verdict=Verdict.FAIL,

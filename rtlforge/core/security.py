@@ -143,6 +143,14 @@ class _Finding:
     construct: str
     file: SourceFile
     offset: int
+    hint: str | None = None
+
+
+#: Hints for findings where "remove file and process access" would mislead the author.
+GLUE_HINT = ("Write a space between a macro use (or a macro argument) and the text next to it; "
+             "tools paste macro text in and re-read it.")
+CONTAINMENT_HINT = ("Use only the design's own ports, signals and submodules: the testbench and "
+                    "its modules, tasks and variables are not part of the design.")
 
 
 @dataclass(slots=True)
@@ -213,7 +221,7 @@ def _line_of(text: str, offset: int) -> tuple[int, str]:
 def _violation(f: _Finding) -> SecurityViolation:
     line, source_line = _line_of(f.file.content, f.offset)
     return SecurityViolation(f"{f.file.name}:{line}: {f.message}", file=f.file.name, line=line,
-                             construct=f.construct, source_line=source_line)
+                             construct=f.construct, source_line=source_line, hint=f.hint)
 
 
 def _lex(text: str) -> list[_Tok]:
@@ -482,7 +490,7 @@ class _RawScanner:
                                       self._edge(name, args, True), last,
                                       usage_end.get(i - 1, _NOT_A_USAGE))
                     if glue:
-                        return _Finding(glue, t.text, f, t.offset)
+                        return _Finding(glue, t.text, f, t.offset, GLUE_HINT)
                     usage_end[close if close >= 0 else i] = last
                     if not in_define and i > cost_skip:
                         self.expanded += self._call_cost(toks, i, match, 0)
@@ -513,7 +521,7 @@ class _RawScanner:
                 glue = self._glue(toks, i, i, None, None)
                 if glue:
                     return _Finding(glue.replace(t.text, f"macro argument {t.text}", 1), t.text,
-                                    f, t.offset)
+                                    f, t.offset, GLUE_HINT)
             elif kind == TK.Identifier and t.text.startswith("\\"):
                 if self.role != "netlist" and (t.text[1:2] in ("$", "`") or "`" in t.text):
                     note(f"escaped identifier {t.text}: simulators read it as a system task or "
@@ -856,7 +864,8 @@ def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile
             if name in task_modules:
                 raise _violation(_Finding(
                     f"the design declares {name!r}, a name the task's testbench uses: a design "
-                    "may not replace or shadow testbench modules", name, f, offset))
+                    "may not replace or shadow testbench modules", name, f, offset,
+                    CONTAINMENT_HINT))
         compilation.addSyntaxTree(tree)
     compilation.getRoot()
     suspects = _unresolved(compilation, sm, by_buffer, task_names)
@@ -879,7 +888,7 @@ def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile
             raise _violation(_Finding(
                 f"the design refers to {name!r}, which it does not declare: in the simulation "
                 "that name is the testbench's, and a design may only reference its own "
-                "hierarchy", name, f, offset))
+                "hierarchy", name, f, offset, CONTAINMENT_HINT))
 
 
 def _unresolved(compilation: pyslang.ast.Compilation, sm: pyslang.SourceManager,
