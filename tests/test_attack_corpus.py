@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _processes import tagged
 
 from rtlforge.core.cache import MemoryCache
 from rtlforge.core.evaluate import evaluate_samples
@@ -109,26 +110,10 @@ class Scene:
         """Command lines of live processes that carry this run's tag."""
         deadline = time.monotonic() + 1.0
         while True:
-            found = _tagged(self.tag)
+            found = tagged(self.tag)
             if not found or time.monotonic() > deadline:
                 return found
             time.sleep(0.1)
-
-
-def _tagged(tag: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace")
-            state = (entry / "status").read_text()
-        except OSError:
-            continue
-        if tag in cmdline and "\nState:\tZ" not in state:
-            found.append(cmdline.strip())
-    return found
 
 
 def _secret(fmt: str | None) -> str:

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from _processes import alive, tagged
 
 from rtlforge.core.errors import SandboxError, ToolMissingError
 from rtlforge.core.runner import Limits, SandboxRunner, find_tool, network_isolation_prefix
@@ -66,7 +67,7 @@ def test_timeout_kills_the_whole_process_group(runner: SandboxRunner) -> None:
     assert run.timed_out and not run.ok
     assert time.monotonic() - start < 5
     time.sleep(0.2)
-    assert not _tagged(tag), "backgrounded (and setsid) grandchildren must be killed too"
+    assert not tagged(tag), "backgrounded (and setsid) grandchildren must be killed too"
 
 
 def test_no_descendant_outlives_a_run_that_exits(runner: SandboxRunner) -> None:
@@ -76,7 +77,7 @@ def test_no_descendant_outlives_a_run_that_exits(runner: SandboxRunner) -> None:
                          cwd=wd)
     assert run.ok and run.stdout == "ok\n"
     time.sleep(0.2)
-    assert not _tagged(tag), "daemonised children must end with the run"
+    assert not tagged(tag), "daemonised children must end with the run"
 
 
 _sleep_ids = iter(range(1, 10**6))
@@ -85,30 +86,6 @@ _sleep_ids = iter(range(1, 10**6))
 def _unique_sleep() -> str:
     """A sleep duration (~30 s) no other process on the machine uses, to find it by."""
     return f"30.{os.getpid()}{next(_sleep_ids):06d}"
-
-
-def _tagged(tag: str) -> list[int]:
-    """Live (non-zombie) host processes whose command line contains ``tag``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if tag in cmdline and _alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    """True if the process exists and is not a zombie waiting for an absent reaper."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
 
 
 def test_output_flood_is_capped_and_killed(make_runner: MakeRunner) -> None:
@@ -260,7 +237,7 @@ def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works() -> None:
     thread = threading.Thread(target=in_flight)
     thread.start()
     deadline = time.monotonic() + 10
-    while not _tagged(tag) and time.monotonic() < deadline:
+    while not tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.02)
     (spawner,) = _spawner_pids() - before
     start = time.monotonic()
@@ -269,7 +246,7 @@ def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works() -> None:
     assert isinstance(outcome[0], SandboxError), outcome
     assert time.monotonic() - start < 5, "the death must be noticed at once, not at the deadline"
     time.sleep(0.1)
-    assert not _tagged(tag), "the in-flight tool's group must be killed"
+    assert not tagged(tag), "the in-flight tool's group must be killed"
     with runner.workspace() as wd:
         assert runner.run(["echo", "again"], cwd=wd).stdout == "again\n"
     assert len(_spawner_pids() - before) == 1
@@ -287,7 +264,7 @@ def test_no_process_outlives_the_runner(tmp_path: Path) -> None:
     expected = 1 if runner.jail() is not None else (2 if network_isolation_prefix() else 1)
     assert len(spawners) == expected
     runner.close()
-    assert not any(_alive(pid) or Path(f"/proc/{pid}").exists() for pid in spawners)
+    assert not any(alive(pid) or Path(f"/proc/{pid}").exists() for pid in spawners)
 
     with SandboxRunner() as scoped, scoped.workspace() as wd:  # the context manager closes too
         scoped.run(["true"], cwd=wd)

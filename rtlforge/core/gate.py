@@ -15,7 +15,6 @@ for every candidate of a task).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +23,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
@@ -154,23 +153,19 @@ class Gate:
 
     # ------------------------------------------------------------------ plumbing
 
-    @contextlib.contextmanager
-    def _worker(self) -> Iterator[list[_Worker]]:
-        """Lend a worker (in a one-element list); the borrower empties it to discard it."""
+    def _borrow(self) -> _Worker:
         with self._lock:
-            worker = self._idle.pop() if self._idle else None
-        slot = [worker if worker is not None else _Worker(self.runner, self.memory_mb)]
-        try:
-            yield slot
-        finally:
-            if slot:
-                worker = slot[0]
-                with self._lock:
-                    pooled = worker.requests < _MAX_REQUESTS and not self._closed
-                    if pooled:
-                        self._idle.append(worker)
-                if not pooled:
-                    worker.close()
+            if self._idle:
+                return self._idle.pop()
+        return _Worker(self.runner, self.memory_mb)
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            pooled = worker.requests < _MAX_REQUESTS and not self._closed
+            if pooled:
+                self._idle.append(worker)
+        if not pooled:
+            worker.close()
 
     def _ask(self, request: dict[str, Any]) -> None:
         key = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
@@ -178,13 +173,15 @@ class Gate:
             if key in self._memo:
                 self._memo.move_to_end(key)
                 return _raise(self._memo[key])
-        start = time.monotonic()
-        with self._worker() as slot:
-            reply = slot[0].ask(request, self.timeout_s)
-            if reply is None:
-                dead = slot.pop()
-                dead.close()
-        if reply is None:
+        worker = self._borrow()
+        start = time.monotonic()  # after a fresh worker's start-up, which is not the input's
+        try:
+            reply = worker.ask(request, self.timeout_s)
+        except BaseException:
+            worker.close()
+            raise
+        if reply is None:  # out of time or memory: the worker is dead or must be
+            worker.close()
             seconds = time.monotonic() - start
             why = (f"ran past its {self.timeout_s:g} s budget" if seconds >= self.timeout_s
                    else f"ran out of memory ({self.memory_mb} MB) or crashed on this input")
@@ -192,6 +189,7 @@ class Gate:
             first = request.get("files") or request.get("design") or [["?", ""]]
             raise SecurityViolation(f"too expensive to check: the security check {why}",
                                     file=first[0][0], line=None, construct="gate budget")
+        self._give_back(worker)
         if "error" in reply:
             raise SandboxError(f"the security check crashed: {reply['error']}")
         verdict = reply.get("violation")
