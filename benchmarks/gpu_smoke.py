@@ -191,7 +191,7 @@ def run_ppo(out: Path, tiny: Path, steps: int) -> dict[str, Any]:
 
 def run_generator(tiny: Path) -> dict[str, Any]:
     from rtlforge.core.interfaces import GenerationRequest, SamplingParams
-    from rtlforge.plugins.gen_transformers import TransformersGenerator
+    from rtlforge.plugins.generators.transformers import TransformersGenerator
 
     gen = TransformersGenerator(tiny, device="cuda", dtype="bfloat16")
     try:

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from rtlforge.core.pareto import BACKENDS, hvc_group
+from rtlforge.pareto.hypervolume import BACKENDS, hvc_group
 
 
 def front_history(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -18,9 +18,9 @@ from pathlib import Path
 import structlog
 
 from rtlforge.core.models import Candidate
-from rtlforge.core.runner import SandboxRunner
-from rtlforge.core.tasks import load_tasks
-from rtlforge.plugins.ppa import PPAError, YosysStaPPA
+from rtlforge.plugins.estimators.ppa import PPAError, YosysStaPPA
+from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.tasks.loader import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "ppa"

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import structlog
 
-from rtlforge.core.cache import MemoryCache
 from rtlforge.core.executor import ThreadExecutor
 from rtlforge.core.models import Candidate, SourceFile, Task
-from rtlforge.core.pipeline import Pipeline
 from rtlforge.core.plugins import PluginHost
-from rtlforge.core.tasks import load_tasks
+from rtlforge.tasks.loader import load_tasks
+from rtlforge.validate.cache import MemoryCache
+from rtlforge.validate.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 

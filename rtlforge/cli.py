@@ -143,7 +143,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
              top: str | None, simulator: str, synth: bool, timeout: float,
              as_json: bool) -> None:
     """Validate DESIGN files: security check, lint, simulate, (synthesise)."""
-    from rtlforge.core.pipeline import Pipeline
+    from rtlforge.validate.pipeline import Pipeline
 
     try:
         files = [_source(p) for p in designs]
@@ -195,7 +195,7 @@ def doctor(as_json: bool) -> None:
     """
     from rtlforge.core.errors import IsolationUnavailableError, ToolMissingError
     from rtlforge.core.models import SourceFile as File
-    from rtlforge.core.runner import INSTALL_HINTS, SandboxRunner, find_tool
+    from rtlforge.sandbox.runner import INSTALL_HINTS, SandboxRunner, find_tool
 
     report: dict[str, Any] = {"tools": {}}
     with SandboxRunner() as runner:
@@ -234,8 +234,7 @@ def doctor(as_json: bool) -> None:
 
 
 def _load_task_map(root: Path, fmt: str) -> dict[str, Task]:
-    from rtlforge.core import tasks as taskio
-
+    import rtlforge.tasks.loader as taskio
     if fmt == "auto":
         fmt = "suite" if any(root.rglob("task.toml")) else "rtllm"
     loaded = taskio.load_tasks(root) if fmt == "suite" else taskio.load_rtllm(root)
@@ -325,13 +324,13 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from rtlforge.core import tasks as taskio
+    import rtlforge.tasks.loader as taskio
     from rtlforge.core.errors import ToolMissingError
-    from rtlforge.core.evaluate import evaluate_detailed
     from rtlforge.core.executor import ThreadExecutor
-    from rtlforge.core.llm_samples import load_llm_outputs
-    from rtlforge.core.pipeline import Pipeline
-    from rtlforge.core.report import summarise, write_report
+    from rtlforge.evaluation.evaluate import evaluate_detailed
+    from rtlforge.evaluation.report import summarise, write_report
+    from rtlforge.evaluation.samples import load_llm_outputs
+    from rtlforge.validate.pipeline import Pipeline
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)
     if out is None and samples_path is None and report_dir is None:

@@ -38,9 +38,9 @@ now() { date +%s; }
 # Fail in seconds, not after a 2-minute install, when the SDK side is not there.
 plugins=$("$BIN/rtlforge" plugins 2>/dev/null || true)
 grep -Eq 'generator: (.*[ ,])?openai(,|$)' <<<"$plugins" \
-    || die "the 'openai' generator is not registered in $BIN (rtlforge/plugins/gen_openai.py + its entry point); re-run 'make venv'"
+    || die "the 'openai' generator is not registered in $BIN (rtlforge/plugins/generators/openai.py + its entry point); re-run 'make venv'"
 "$BIN/rtlforge" explore --help >/dev/null 2>&1 \
-    || die "'rtlforge explore' is not available in $BIN (rtlforge/plugins/explore.py + its entry point); re-run 'make venv'"
+    || die "'rtlforge explore' is not available in $BIN (rtlforge/explore/cli.py + its entry point); re-run 'make venv'"
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 declare -A TIMES=()

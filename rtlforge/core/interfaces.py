@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rtlforge.core.models import Candidate, StageResult, Task, ToolInfo
 
 if TYPE_CHECKING:
-    from rtlforge.core.runner import SandboxRunner
+    from rtlforge.sandbox.runner import SandboxRunner
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ class Generator(ABC):
     def cancel(self) -> None:
         """Stop the ``generate`` calls in progress as soon as possible (from any thread).
 
-        Calls that stop early raise ``rtlforge.core.generation.GenerationCancelled``; later
+        Calls that stop early raise ``rtlforge.generation.base.GenerationCancelled``; later
         calls work normally. The default does nothing: a generator that cannot be interrupted
         finishes its current batch.
         """

@@ -40,9 +40,9 @@ class RewardSpec(BaseModel):
 
     def build(self) -> Reward:
         """Construct the reward (and its pipeline and PPA estimator) in this process."""
-        from rtlforge.core.cache import SQLiteCache
-        from rtlforge.core.pipeline import Pipeline
         from rtlforge.core.plugins import PluginHost
+        from rtlforge.validate.cache import SQLiteCache
+        from rtlforge.validate.pipeline import Pipeline
 
         host = PluginHost()
         factory = host.get("reward", self.reward)

@@ -38,11 +38,11 @@ from rtlforge.core.errors import (
     RtlforgeError,
     SecurityViolation,
 )
-from rtlforge.core.extract import extract_verilog
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.models import SourceFile
-from rtlforge.core.runner import SandboxRunner
+from rtlforge.generation.extract import extract_verilog
+from rtlforge.sandbox.runner import SandboxRunner
 
 BackendName = Literal["pyverilog", "pyslang"]
 Status = Literal["parsed", "unparsable", "no_code", "too_large", "over_budget", "reference_error",

@@ -14,9 +14,10 @@ Per-sample columns (keyword arguments of :meth:`RTLReward.score`, one value per 
   either *raw PPA* mappings ``{"power": mW, "delay": ns, "area": um2}`` (``power_mw``/``delay_ns``/
   ``area_um2`` keys and :class:`PPAResult` objects are accepted too) or *objective vectors*: plain
   3-sequences ``(P_g/P, D_g/D, A_g/A)`` already normalised by the golden (what
-  :func:`rtlforge.core.pareto.objective_vector` returns). A mapping may also carry ``"code"`` (the
-  circuit's source), used for duplicate detection, or ``"objectives"`` (a vector). A JSON string of
-  such a list is accepted, as datasets often store nested columns that way.
+  :func:`~rtlforge.pareto.hypervolume.objective_vector` returns).
+  A mapping may also carry ``"code"`` (the circuit's source), used for duplicate detection,
+  or ``"objectives"`` (a vector). A JSON string of such a list is accepted, as datasets often
+  store nested columns that way.
 - ``golden_ppa`` (optional): the golden's PPA as a raw mapping; overrides the measured one.
 """
 
@@ -39,13 +40,13 @@ import structlog
 from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core.errors import ExtractionError, SandboxError, TaskFormatError, ToolMissingError
-from rtlforge.core.evaluate import candidate_from_completion
 from rtlforge.core.executor import Executor
 from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
-from rtlforge.core.pareto import EPS, objective_vector
-from rtlforge.core.pipeline import Pipeline
+from rtlforge.evaluation.evaluate import candidate_from_completion
+from rtlforge.pareto.hypervolume import EPS, objective_vector
 from rtlforge.rewards import guards
+from rtlforge.validate.pipeline import Pipeline
 
 log = structlog.get_logger("rtlforge.rewards")
 
@@ -159,7 +160,7 @@ def completion_text(completion: Any) -> str:
 def resolve_tasks(tasks: TaskSource) -> Callable[[str], Task | None]:
     """A task lookup from a mapping, a list, a task directory (suite or RTLLM) or a callable."""
     if isinstance(tasks, str | Path):
-        from rtlforge.core.tasks import load_rtllm, load_tasks
+        from rtlforge.tasks.loader import load_rtllm, load_tasks
 
         root = Path(tasks)
         loaded = load_tasks(root) if any(root.glob("*/task.toml")) else load_rtllm(root)

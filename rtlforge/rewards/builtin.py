@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rtlforge.core.hookspecs import Register, hookimpl
-from rtlforge.core.pareto import hvc_group
+from rtlforge.pareto.hypervolume import hvc_group
 from rtlforge.rewards import guards
 from rtlforge.rewards.base import (
     Item,

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from rtlforge.core.models import Task
-from rtlforge.core.pareto import hvc_group
-from rtlforge.core.prompts import HistoryEntry, PromptTemplate, load_template
+from rtlforge.generation.prompts import HistoryEntry, PromptTemplate, load_template
+from rtlforge.pareto.hypervolume import hvc_group
 
 __all__ = [
     "MAX_HISTORY",

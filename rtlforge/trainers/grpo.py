@@ -277,8 +277,8 @@ class RolloutReward(TRLReward):
     def __call__(self, prompts: Sequence[Any] | None = None,
                  completions: Sequence[Any] | None = None, **columns: Any) -> list[float | None]:
         from rtlforge.core.errors import ExtractionError
-        from rtlforge.core.extract import extract_verilog
         from rtlforge.core.models import Verdict
+        from rtlforge.generation.extract import extract_verilog
         from rtlforge.trainers.datasets import group_hvc
 
         start = time.perf_counter()
@@ -464,7 +464,7 @@ class GRPOTrainer(Trainer):
         lookup = resolve_tasks(cfg.tasks)
         ids = cfg.task_ids or ([cfg.choice.task_id] if cfg.choice else None)
         if ids is None:
-            from rtlforge.core.tasks import load_rtllm, load_tasks
+            from rtlforge.tasks.loader import load_rtllm, load_tasks
 
             root = Path(cfg.tasks)
             loaded = load_tasks(root) if any(root.glob("*/task.toml")) else load_rtllm(root)

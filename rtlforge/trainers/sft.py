@@ -189,7 +189,7 @@ class Trajectory:
 def _from_archive(path: Path) -> Iterator[tuple[str, str | None, str]]:
     """(task_id, code or None when not passing, origin) for every archive entry."""
     from rtlforge.core.models import Verdict
-    from rtlforge.plugins.pareto import SQLiteArchive
+    from rtlforge.plugins.archives.pareto import SQLiteArchive
 
     if not path.is_file():
         raise TrainerInfraError(f"archive {path} does not exist")
@@ -202,9 +202,9 @@ def _from_archive(path: Path) -> Iterator[tuple[str, str | None, str]]:
 
 def _from_eval(src: EvalSource, tasks: dict[str, Task]) -> Iterator[tuple[str, str | None, str]]:
     """Join an eval results file with its samples by ``index``; extract code from passing ones."""
-    from rtlforge.core import tasks as taskio
-    from rtlforge.core.evaluate import candidate_from_completion
+    import rtlforge.tasks.loader as taskio
     from rtlforge.core.models import Verdict
+    from rtlforge.evaluation.evaluate import candidate_from_completion
 
     results = Path(src.results)
     samples_path = Path(src.samples) if src.samples else results.with_name(
@@ -274,7 +274,7 @@ def collect_trajectories(data: TrajectoryData,
 def render_trajectories(trajs: Sequence[Trajectory], tasks: dict[str, Task], *,
                         template: str = "spec", chat: bool = True) -> list[dict[str, Any]]:
     """Prompt/completion rows rendered with the same template generation uses."""
-    from rtlforge.core.prompts import load_template
+    from rtlforge.generation.prompts import load_template
 
     tmpl = load_template(template)
     rows: list[dict[str, Any]] = []
@@ -293,8 +293,7 @@ def render_trajectories(trajs: Sequence[Trajectory], tasks: dict[str, Task], *,
 
 
 def _load_task_map(data: TrajectoryData) -> dict[str, Task]:
-    from rtlforge.core import tasks as taskio
-
+    import rtlforge.tasks.loader as taskio
     try:
         loaded = (taskio.load_tasks(data.tasks) if data.tasks_format == "suite"
                   else taskio.load_rtllm(data.tasks))

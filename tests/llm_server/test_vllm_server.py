@@ -35,15 +35,15 @@ if not URL:
                 allow_module_level=True)
 
 from rtlforge.core.errors import RtlforgeError  # noqa: E402 - after the opt-in guard
-from rtlforge.core.generation import (  # noqa: E402
+from rtlforge.core.interfaces import GenerationRequest, SamplingParams  # noqa: E402
+from rtlforge.core.models import Verdict  # noqa: E402
+from rtlforge.generation.base import (  # noqa: E402
     GenerationError,
     GenerationHTTPError,
     GenerationTimeout,
     RetryPolicy,
 )
-from rtlforge.core.interfaces import GenerationRequest, SamplingParams  # noqa: E402
-from rtlforge.core.models import Verdict  # noqa: E402
-from rtlforge.plugins.gen_openai import OpenAIGenerator  # noqa: E402
+from rtlforge.plugins.generators.openai import OpenAIGenerator  # noqa: E402
 
 KEY_ENV = "RTLFORGE_LLM_SERVER_API_KEY"
 PROMPT = "Write a Verilog module mux2 with inputs a, b, sel and output y."

@@ -18,9 +18,9 @@ import pyslang
 from pyslang import ast, parsing, syntax
 
 from rtlforge import hookimpl
-from rtlforge.core.feedback import make_feedback
 from rtlforge.core.interfaces import ValidationContext, Validator
 from rtlforge.core.models import Feedback, Port, StageResult, Task, ToolInfo, Verdict
+from rtlforge.eda.feedback import make_feedback
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,406 @@
+"""Score a batch of samples (VerilogEval/HumanEval-style JSONL) against tasks.
+
+:func:`evaluate_samples` gives pass@k; :func:`evaluate_detailed` adds, for papers that compare
+methods on PPA, the PPA of every passing circuit and of each golden, the objective vector and
+hypervolume contribution of each circuit within its run, and AST similarity to the golden.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rtlforge.core.errors import (
+    ExtractionError,
+    RtlforgeError,
+    TaskFormatError,
+    ToolMissingError,
+)
+from rtlforge.core.executor import Executor, ThreadExecutor
+from rtlforge.core.interfaces import PPAEstimator
+from rtlforge.core.models import (
+    Candidate,
+    Feedback,
+    Provenance,
+    StageResult,
+    Task,
+    ValidationReport,
+    Verdict,
+)
+from rtlforge.evaluation.passk import mean_pass_at_k
+from rtlforge.generation.extract import extract_verilog
+from rtlforge.pareto.hypervolume import Backend, hvc_group, objective_vector
+from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.tasks.loader import Sample
+from rtlforge.validate.pipeline import Pipeline
+
+
+class SampleResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    task_id: str
+    report: ValidationReport
+
+
+class TaskScore(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    n: int  # samples with a verdict about the design (infra errors excluded)
+    correct: int
+    verdicts: dict[str, int]
+
+
+class EvalResult(BaseModel):
+    """Per-sample reports plus the aggregate a paper table needs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    samples: tuple[SampleResult, ...]
+    tasks: dict[str, TaskScore]
+    pass_at_k: dict[int, float]
+    verdicts: dict[str, int]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "samples": len(self.samples),
+            "tasks": len(self.tasks),
+            "verdicts": self.verdicts,
+            "pass_at_k": {f"pass@{k}": round(v, 4) for k, v in self.pass_at_k.items()},
+            "per_task": {tid: score.model_dump() for tid, score in sorted(self.tasks.items())},
+        }
+
+
+def candidate_from_completion(task: Task, completion: str, *, index: int,
+                              generator: str | None = None) -> Candidate:
+    """Extract Verilog from model text and wrap it as a Candidate (raises ExtractionError)."""
+    source = extract_verilog(completion)
+    return Candidate.from_source(
+        source, task_id=task.id,
+        provenance=Provenance(generator=generator, sample_index=index),
+    )
+
+
+def extraction_failure_report(task: Task, exc: ExtractionError) -> ValidationReport:
+    stage = StageResult(
+        name="extract", verdict=Verdict.ERROR,
+        feedback=(Feedback(category="no_code", message=str(exc), stage="extract",
+                           hint="Answer with one complete Verilog module, module...endmodule."),),
+    )
+    return ValidationReport(verdict=Verdict.ERROR, stages=(stage,), task_id=task.id)
+
+
+def evaluate_samples(
+    samples: Sequence[tuple[str, str]],
+    tasks: Mapping[str, Task],
+    pipeline: Pipeline,
+    *,
+    ks: Iterable[int] = (1, 5, 10),
+    executor: Executor | None = None,
+    on_result: Callable[[SampleResult], None] | None = None,
+) -> EvalResult:
+    """Validate every ``(task_id, completion)`` and aggregate pass@k.
+
+    ``infra_error`` samples are excluded from ``n`` (they say nothing about the model); timeouts
+    count as not passing and are reported separately in ``verdicts``.
+    """
+    unknown = sorted({tid for tid, _ in samples if tid not in tasks})
+    if unknown:
+        raise TaskFormatError(f"samples refer to unknown task ids: {', '.join(unknown[:10])}")
+
+    def run(item: tuple[int, tuple[str, str]]) -> SampleResult:
+        index, (task_id, completion) = item
+        task = tasks[task_id]
+        try:
+            candidate = candidate_from_completion(task, completion, index=index)
+        except ExtractionError as exc:
+            report = extraction_failure_report(task, exc)
+        else:
+            report = pipeline.validate(task, candidate)
+        result = SampleResult(index=index, task_id=task_id, report=report)
+        if on_result is not None:
+            on_result(result)
+        return result
+
+    own = executor is None
+    pool: Executor = executor or ThreadExecutor()
+    try:
+        results = list(pool.map(run, list(enumerate(samples))))
+    finally:
+        if own:
+            pool.close()
+
+    per_task: dict[str, Counter[str]] = {}
+    for res in results:
+        per_task.setdefault(res.task_id, Counter())[res.report.verdict.value] += 1
+    scores = {
+        tid: TaskScore(
+            n=sum(v for k, v in counts.items() if k != Verdict.INFRA_ERROR.value),
+            correct=counts[Verdict.PASS.value],
+            verdicts=dict(counts),
+        )
+        for tid, counts in per_task.items()
+    }
+    counted = {tid: (s.n, s.correct) for tid, s in scores.items() if s.n > 0}
+    totals: Counter[str] = Counter()
+    for counts in per_task.values():
+        totals.update(counts)
+    return EvalResult(
+        samples=tuple(results), tasks=scores,
+        pass_at_k=mean_pass_at_k(counted, ks), verdicts=dict(totals),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# PPA, Pareto and AST scoring on top of pass/fail (``rtlforge eval --ppa --ast --report``)
+# --------------------------------------------------------------------------------------------
+
+
+class PPAMeasure(BaseModel):
+    """Raw PPA of one design, or why it could not be measured (never both)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    power: float | None = None  # mW
+    delay: float | None = None  # ns
+    area: float | None = None  # um^2
+    cells: int | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and None not in (self.power, self.delay, self.area)
+
+    def triple(self) -> dict[str, float] | None:
+        if not self.ok:
+            return None
+        return {"power": self.power, "delay": self.delay, "area": self.area}  # type: ignore[dict-item]
+
+
+class SampleDetail(BaseModel):
+    """Everything the report shows about one sample; ``hvc`` is against earlier iterations."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    task_id: str
+    method: str
+    trial: int
+    iteration: int
+    verdict: str
+    source: str | None = None  # file or note the sample came from (display only)
+    message: str | None = None  # first feedback message of a sample that did not pass
+    ppa: PPAMeasure | None = None  # None when not measured (not passing, or no --ppa)
+    objectives: tuple[float, float, float] | None = None  # golden/generated ratios, maximised
+    hvc: float | None = None
+    ast_similarity: float | None = None
+    ast_status: str | None = None
+    ast_backend: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == Verdict.PASS.value
+
+
+class DetailedEval(BaseModel):
+    """Pass@k plus per-sample PPA/HVC/AST details and each task's golden PPA."""
+
+    model_config = ConfigDict(frozen=True)
+
+    result: EvalResult
+    details: tuple[SampleDetail, ...]
+    golden: dict[str, PPAMeasure]
+    ks: tuple[int, ...] = (1, 5, 10)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One metrics record per circuit (the schema of :mod:`rtlforge.evaluation.metrics`)."""
+        out = []
+        for d in self.details:
+            gold = self.golden.get(d.task_id)
+            triple = d.ppa.triple() if d.ppa is not None and d.passed else None
+            out.append({
+                "method": d.method, "task": d.task_id, "trial": d.trial,
+                "iteration": d.iteration, "passed": d.passed,
+                "power": triple["power"] if triple else None,
+                "delay": triple["delay"] if triple else None,
+                "area": triple["area"] if triple else None,
+                "golden": gold.triple() if gold is not None else None,
+            })
+        return out
+
+    def per_method(self) -> dict[str, dict[str, Any]]:
+        """Verdict counts and pass@k of each method on its own (methods are never pooled)."""
+        out: dict[str, dict[str, Any]] = {}
+        for method in sorted({d.method for d in self.details}):
+            mine = [d for d in self.details if d.method == method]
+            per_task: dict[str, Counter[str]] = {}
+            for d in mine:
+                per_task.setdefault(d.task_id, Counter())[d.verdict] += 1
+            counted = {
+                tid: (sum(v for k, v in c.items() if k != Verdict.INFRA_ERROR.value),
+                      c[Verdict.PASS.value])
+                for tid, c in per_task.items()
+            }
+            counted = {tid: nc for tid, nc in counted.items() if nc[0] > 0}
+            verdicts = Counter(d.verdict for d in mine)
+            out[method] = {
+                "samples": len(mine),
+                "tasks": len(per_task),
+                "passed": verdicts[Verdict.PASS.value],
+                "pass_rate": verdicts[Verdict.PASS.value] / len(mine),
+                "verdicts": dict(sorted(verdicts.items())),
+                "pass_at_k": {f"pass@{k}": round(v, 4)
+                              for k, v in mean_pass_at_k(counted, self.ks).items()},
+                "measured": sum(1 for d in mine if d.ppa is not None and d.ppa.ok),
+            }
+        return out
+
+
+def sample_labels(extra: Mapping[str, Any], default_method: str) -> tuple[str, int, int]:
+    """``(method, trial, iteration)`` from a sample's extra keys; bad values are input errors."""
+    method = extra.get("method", default_method)
+    if not isinstance(method, str) or not method:
+        raise TaskFormatError(f"'method' must be a non-empty string, got {method!r}")
+    values = []
+    for key in ("trial", "iteration"):
+        value = extra.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TaskFormatError(f"{key!r} must be an integer, got {value!r}")
+        values.append(value)
+    return method, values[0], values[1]
+
+
+def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
+             runner: SandboxRunner) -> PPAMeasure:
+    """One PPA run; a missing tool is fatal for the whole batch, anything else is per design."""
+    try:
+        ppa = estimator.estimate(candidate, top, runner)
+    except ToolMissingError:
+        raise
+    except RtlforgeError as exc:
+        return PPAMeasure(error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - one bad design must not sink an hour-long batch
+        return PPAMeasure(error=f"internal {type(exc).__name__}: {exc}")
+    return PPAMeasure(power=ppa.power_mw, delay=ppa.delay_ns, area=ppa.area_um2, cells=ppa.cells)
+
+
+def _first_message(report: ValidationReport) -> str | None:
+    if report.passed:
+        return None
+    return next((fb.message for fb in report.feedback), None)
+
+
+def _assign_hvc(details: list[SampleDetail], backend: Backend) -> list[SampleDetail]:
+    """HVC of each sample over the earlier iterations of its own (method, task, trial) run.
+
+    Samples of one iteration are siblings (one GRPO group, one refinement round): each is
+    scored against the strictly earlier iterations only, never against its siblings, so the
+    order of lines in a samples file cannot change a score.
+    """
+    runs: dict[tuple[str, str, int, int], list[int]] = {}
+    for pos, d in enumerate(details):
+        runs.setdefault((d.method, d.task_id, d.trial, d.iteration), []).append(pos)
+    out = list(details)
+    history: dict[tuple[str, str, int], list[tuple[float, ...]]] = {}
+    for (method, task_id, trial, _), positions in sorted(runs.items(), key=lambda kv: kv[0]):
+        past = history.setdefault((method, task_id, trial), [])
+        group = [details[p].objectives for p in positions]
+        scores = hvc_group(past, group, backend=backend)
+        for pos, vec, score in zip(positions, group, scores, strict=True):
+            if vec is not None:
+                out[pos] = details[pos].model_copy(update={"hvc": float(score)})
+        past.extend(v for v in group if v is not None)
+    return out
+
+
+def evaluate_detailed(
+    samples: Sequence[Sample],
+    tasks: Mapping[str, Task],
+    pipeline: Pipeline,
+    *,
+    default_method: str = "default",
+    estimator: PPAEstimator | None = None,
+    ast_reward: Any = None,
+    ks: Iterable[int] = (1, 5, 10),
+    executor: Executor | None = None,
+    on_result: Callable[[SampleResult], None] | None = None,
+    on_measured: Callable[[], None] | None = None,
+    hv_backend: Backend = "moocore",
+) -> DetailedEval:
+    """:func:`evaluate_samples`, then PPA of passing candidates and goldens, HVC and AST.
+
+    Only candidates that passed are measured: they already went through the security check,
+    and the PPA of a wrong design means nothing. Each task's golden is measured once.
+    ``ast_reward`` is anything with ``score_detailed(prompts, completions, reference=[...])``.
+    A missing PPA tool raises :class:`ToolMissingError`; other PPA failures are per design.
+    """
+    labels = [sample_labels(s.extra, default_method) for s in samples]
+    k_values = tuple(ks)
+    own = executor is None
+    pool: Executor = executor or ThreadExecutor()
+    try:
+        result = evaluate_samples([(s.task_id, s.completion) for s in samples], tasks, pipeline,
+                                  ks=k_values, executor=pool, on_result=on_result)
+        golden: dict[str, PPAMeasure] = {}
+        measured: dict[int, PPAMeasure] = {}
+        if estimator is not None:
+            wanted = sorted({s.task_id for s in samples if tasks[s.task_id].golden})
+
+            def gold(tid: str) -> PPAMeasure:
+                task = tasks[tid]
+                out = measure_ppa(estimator, Candidate(files=task.golden, task_id=tid), task.top,
+                               pipeline.runner)
+                if on_measured is not None:
+                    on_measured()
+                return out
+
+            golden = dict(zip(wanted, pool.map(gold, wanted), strict=True))
+            passing = [r for r in result.samples if r.report.passed]
+
+            def cand(res: SampleResult) -> PPAMeasure:
+                task = tasks[res.task_id]
+                candidate = candidate_from_completion(task, samples[res.index].completion,
+                                                      index=res.index)
+                out = measure_ppa(estimator, candidate, candidate.top or task.top, pipeline.runner)
+                if on_measured is not None:
+                    on_measured()
+                return out
+
+            measured = {r.index: m for r, m in zip(passing, pool.map(cand, passing), strict=True)}
+    finally:
+        if own:
+            pool.close()
+
+    ast_scores: dict[int, Any] = {}
+    if ast_reward is not None:
+        scored = [i for i, s in enumerate(samples) if tasks[s.task_id].golden]
+        refs = ["\n".join(f.content for f in tasks[samples[i].task_id].golden) for i in scored]
+        outs = ast_reward.score_detailed([tasks[samples[i].task_id].spec for i in scored],
+                                         [samples[i].completion for i in scored], reference=refs)
+        ast_scores = dict(zip(scored, outs, strict=True))
+
+    details = []
+    for res in result.samples:
+        sample, (method, trial, iteration) = samples[res.index], labels[res.index]
+        ppa = measured.get(res.index)
+        gold_ppa = golden.get(res.task_id)
+        vec = None
+        if ppa is not None and ppa.ok and gold_ppa is not None and gold_ppa.ok:
+            vec = objective_vector(ppa.triple(), gold_ppa.triple())
+        ast = ast_scores.get(res.index)
+        source = sample.extra.get("source", sample.extra.get("note"))
+        details.append(SampleDetail(
+            index=res.index, task_id=res.task_id, method=method, trial=trial,
+            iteration=iteration, verdict=res.report.verdict.value,
+            source=str(source) if source is not None else None,
+            message=_first_message(res.report), ppa=ppa,
+            objectives=tuple(float(x) for x in vec) if vec is not None else None,
+            ast_similarity=getattr(ast, "similarity", None),
+            ast_status=getattr(ast, "status", None),
+            ast_backend=getattr(ast, "backend", None),
+        ))
+    return DetailedEval(result=result, details=tuple(_assign_hvc(details, hv_backend)),
+                        golden=golden, ks=k_values)

@@ -1,0 +1,358 @@
+"""The eval report: ``summary.json``, ``records.jsonl`` and one self-contained ``report.html``.
+
+The HTML has no scripts and no external assets: plots are inline SVG drawn here (no plotting
+dependency), so a report can be mailed, archived or opened offline years later. Everything
+that comes from samples or tasks (task ids, method names, file names, tool messages) is
+untrusted and goes through :func:`_esc`, which also drops the control characters that XML
+forbids, so each SVG stays well-formed XML whatever a completion contained.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rtlforge.evaluation.evaluate import DetailedEval, PPAMeasure, SampleDetail
+from rtlforge.pareto.hypervolume import non_dominated
+
+__all__ = ["OBJECTIVE_PAIRS", "render_html", "scatter_svg", "summarise", "write_report"]
+
+#: (x, y) raw PPA axes plotted per task; every objective is minimised on these axes.
+OBJECTIVE_PAIRS: tuple[tuple[str, str], ...] = (
+    ("power", "delay"), ("power", "area"), ("delay", "area"),
+)
+_UNITS = {"power": "mW", "delay": "ns", "area": "µm²"}
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
+            "#e377c2", "#7f7f7f", "#bcbd22")
+_XML_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+_MESSAGE_CHARS = 240
+
+
+def _esc(value: object) -> str:
+    """HTML/XML-escaped text with XML-illegal control characters replaced."""
+    return html.escape(_XML_BAD.sub("\ufffd", str(value)), quote=True)
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:.{digits}g}"
+
+
+# --------------------------------------------------------------------------------------------
+# summary.json
+# --------------------------------------------------------------------------------------------
+
+
+def _json_safe(value: Any) -> Any:
+    """Plain JSON: numpy scalars unwrapped, NaN/inf as None, keys as strings."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def summarise(evaluation: DetailedEval, *, extra: Mapping[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """The summary.json object: pass@k, per-method verdicts, golden PPA and, with PPA, metrics.
+
+    Metrics (rHV, win rate, diversity) are computed only when some method has a measured
+    circuit: without PPA every rHV would be a meaningless 0.
+    """
+    from rtlforge.evaluation.metrics import Record, compute_metrics
+
+    per_method = evaluation.per_method()
+    summary: dict[str, Any] = {**evaluation.result.summary(), "methods": per_method}
+    if evaluation.golden:
+        summary["golden_ppa"] = {tid: g.model_dump() for tid, g in evaluation.golden.items()}
+    if any(m["measured"] for m in per_method.values()):
+        records = [Record.model_validate(r) for r in evaluation.records()]
+        summary["metrics"] = compute_metrics(records)
+    hvcs = [d.hvc for d in evaluation.details if d.hvc is not None]
+    if hvcs:
+        summary["hvc"] = {"measured": len(hvcs), "mean": float(np.mean(hvcs))}
+    sims = [d.ast_similarity for d in evaluation.details if d.ast_similarity is not None]
+    if sims:
+        summary["ast_similarity"] = {"scored": len(sims), "mean": float(np.mean(sims))}
+    return _json_safe({**summary, **(extra or {})})
+
+
+# --------------------------------------------------------------------------------------------
+# SVG scatter plots
+# --------------------------------------------------------------------------------------------
+
+
+def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    span = hi - lo
+    raw = span / max(count - 1, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _range(values: Sequence[float]) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    if hi - lo <= abs(hi) * 1e-12:
+        pad = abs(hi) * 0.1 or 1.0
+        return lo - pad, hi + pad
+    pad = (hi - lo) * 0.08
+    return lo - pad, hi + pad
+
+
+def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mapping[str, str], *,
+                xlabel: str, ylabel: str, golden: tuple[float, float] | None = None,
+                width: int = 300, height: int = 230) -> str:
+    """One scatter plot; ``points`` are ``(x, y, method, tooltip)``, both axes minimised.
+
+    Circles carry class ``pt`` (``pt front`` on the non-dominated front of all methods
+    together, which is also drawn as a staircase); the golden is a diamond of class ``golden``.
+    """
+    left, right, top, bottom = 58, 10, 10, 40
+    pw, ph = width - left - right, height - top - bottom
+    xs = [p[0] for p in points] + ([golden[0]] if golden else [])
+    ys = [p[1] for p in points] + ([golden[1]] if golden else [])
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{_esc(xlabel)} versus {_esc(ylabel)}">',
+             f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>']
+    if not xs:
+        parts.append(f'<text x="{left + pw / 2}" y="{top + ph / 2}" text-anchor="middle" '
+                     'class="note">no measured circuits</text></svg>')
+        return "".join(parts)
+    (x0, x1), (y0, y1) = _range(xs), _range(ys)
+
+    def sx(v: float) -> float:
+        return left + (v - x0) / (x1 - x0) * pw
+
+    def sy(v: float) -> float:
+        return top + ph - (v - y0) / (y1 - y0) * ph
+
+    for t in _ticks(x0, x1):
+        parts.append(f'<line x1="{sx(t):.1f}" y1="{top + ph}" x2="{sx(t):.1f}" '
+                     f'y2="{top + ph + 4}" class="axis"/>'
+                     f'<text x="{sx(t):.1f}" y="{top + ph + 15}" text-anchor="middle" '
+                     f'class="tick">{_fmt(t, 3)}</text>')
+    for t in _ticks(y0, y1):
+        parts.append(f'<line x1="{left - 4}" y1="{sy(t):.1f}" x2="{left}" y2="{sy(t):.1f}" '
+                     f'class="axis"/><text x="{left - 6}" y="{sy(t) + 3:.1f}" '
+                     f'text-anchor="end" class="tick">{_fmt(t, 3)}</text>')
+    parts.append(f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle" '
+                 f'class="label">{_esc(xlabel)}</text>'
+                 f'<text transform="translate(12 {top + ph / 2}) rotate(-90)" '
+                 f'text-anchor="middle" class="label">{_esc(ylabel)}</text>')
+    front = np.zeros(len(points), dtype=bool)
+    if points:
+        front = non_dominated(-np.array([(p[0], p[1]) for p in points], dtype=np.float64))
+        stairs = sorted((points[i][0], points[i][1]) for i in np.flatnonzero(front))
+        path = [f"M{sx(stairs[0][0]):.1f},{sy(stairs[0][1]):.1f}"]
+        for (_, ya), (xb, yb) in pairwise(stairs):
+            path.append(f"L{sx(xb):.1f},{sy(ya):.1f}L{sx(xb):.1f},{sy(yb):.1f}")
+        parts.append(f'<path d="{"".join(path)}" class="stairs"/>')
+    if golden is not None:
+        gx, gy = sx(golden[0]), sy(golden[1])
+        parts.append(f'<path d="M{gx:.1f},{gy - 6:.1f}L{gx + 6:.1f},{gy:.1f}L{gx:.1f},'
+                     f'{gy + 6:.1f}L{gx - 6:.1f},{gy:.1f}Z" class="golden"><title>golden: '
+                     f'{_fmt(golden[0])}, {_fmt(golden[1])}</title></path>')
+    for (x, y, method, tip), on_front in zip(points, front, strict=True):
+        cls = "pt front" if on_front else "pt"
+        parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" class="{cls}" '
+                     f'fill="{colours.get(method, "#444")}"><title>{_esc(tip)}</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}
+h3{font-size:16px;margin:24px 0 4px}
+table{border-collapse:collapse;margin:6px 0 12px}td,th{border:1px solid #ddd;padding:2px 6px;
+text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}
+.plots{display:flex;flex-wrap:wrap;gap:8px}.frame{fill:#fff;stroke:#999}
+.axis{stroke:#999}.tick{font-size:9px;fill:#555}.label{font-size:11px;fill:#222}
+.note{font-size:12px;fill:#888}.stairs{fill:none;stroke:#000;stroke-width:1;stroke-dasharray:3 2}
+.pt{stroke:#fff;stroke-width:1;opacity:.85}.pt.front{stroke:#000;stroke-width:2;opacity:1}
+.golden{fill:#ffd700;stroke:#000}.legend span{display:inline-block;margin-right:14px}
+.sw{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
+.pass{color:#176317}.fail,.error{color:#a31515}.timeout,.infra_error{color:#8a6d00}
+.msg{font-family:monospace;font-size:12px;white-space:pre-wrap;max-width:420px}
+"""
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int] | None = None
+           ) -> str:
+    """A table from already-escaped cells (callers escape; headers are escaped here)."""
+    numeric = numeric or set()
+    out = ["<table><tr>", *(f"<th>{_esc(h)}</th>" for h in head), "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(
+            f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
+            for i, c in enumerate(row)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _metrics_html(metrics: Mapping[str, Any]) -> str:
+    methods: Mapping[str, Any] = metrics.get("methods", {})
+    if not methods:
+        return "<p>No metrics (no method has a measured circuit).</p>"
+    iters = [str(i) for i in metrics.get("iterations", [])]
+    head = ["method", *(f"rHV@{i}" for i in iters), *(f"win rate@{i}" for i in iters),
+            "diversity", "rHV (union of trials)"]
+    rows = []
+    for name, m in methods.items():
+        rhv, win = m.get("rhv", {}), m.get("win_rate", {})
+        rows.append([_esc(name), *(_fmt(rhv.get(i)) for i in iters),
+                     *(_fmt(win.get(i)) for i in iters), _fmt(m.get("diversity")),
+                     _fmt(m.get("rhv_union"))])
+    out = _table(head, rows, set(range(1, len(head))))
+    comps = metrics.get("comparisons") or []
+    if comps:
+        out += _table(["method", "versus", "mean rHV difference", "95% CI (nested bootstrap)"],
+                      [[_esc(c["method"]), _esc(c["versus"]), _fmt(c["rhv_diff"]),
+                        f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"] for c in comps])
+    out += (f"<p>{_esc(metrics.get('tasks', 0))} tasks, {_esc(metrics.get('cells', 0))} "
+            "(task, trial) cells. rHV and win rate are computed in objective space (golden / "
+            "generated PPA ratios) against the front of all methods together.</p>")
+    return out
+
+
+def _task_section(task_id: str, details: Sequence[SampleDetail], golden: PPAMeasure | None,
+                  colours: Mapping[str, str], methods: Sequence[str]) -> str:
+    out = [f"<h3>{_esc(task_id)}</h3>"]
+    if golden is not None:
+        out.append("<p>golden: " + (
+            f"power {_fmt(golden.power)} mW, delay {_fmt(golden.delay)} ns, "
+            f"area {_fmt(golden.area)} µm², {_esc(golden.cells)} cells"
+            if golden.ok else f"not measured ({_esc(golden.error)})") + "</p>")
+    verdicts = ("pass", "fail", "error", "timeout", "infra_error")
+    rows = []
+    for m in methods:
+        mine = Counter(d.verdict for d in details if d.method == m)
+        if mine:
+            rows.append([_esc(m), str(sum(mine.values())), *(str(mine[v]) for v in verdicts)])
+    out.append(_table(["method", "samples", *verdicts], rows, set(range(1, 7))))
+    measured = [d for d in details if d.passed and d.ppa is not None and d.ppa.ok]
+    if measured:
+        out.append('<div class="plots">')
+        for xa, ya in OBJECTIVE_PAIRS:
+            pts = [(getattr(d.ppa, xa), getattr(d.ppa, ya), d.method,
+                    f"{d.method} trial {d.trial} iteration {d.iteration}: {xa} "
+                    f"{_fmt(getattr(d.ppa, xa))}, {ya} {_fmt(getattr(d.ppa, ya))}")
+                   for d in measured]
+            gold = ((getattr(golden, xa), getattr(golden, ya))
+                    if golden is not None and golden.ok else None)
+            out.append(scatter_svg(pts, colours, xlabel=f"{xa} ({_UNITS[xa]})",
+                                   ylabel=f"{ya} ({_UNITS[ya]})", golden=gold))
+        out.append("</div>")
+    rows = []
+    for d in sorted(details, key=lambda d: (d.method, d.trial, d.iteration, d.index)):
+        ppa = d.ppa
+        ppa_cells = ([_fmt(ppa.power), _fmt(ppa.delay), _fmt(ppa.area)]
+                     if ppa is not None and ppa.ok else
+                     [f'<span title="{_esc(ppa.error)}">error</span>' if ppa else "–", "–", "–"])
+        note = d.message or ""
+        if len(note) > _MESSAGE_CHARS:
+            note = note[:_MESSAGE_CHARS] + "…"
+        rows.append([
+            _esc(d.method), str(d.trial), str(d.iteration),
+            f'<span class="{_esc(d.verdict)}">{_esc(d.verdict)}</span>', *ppa_cells,
+            _fmt(d.hvc), _fmt(d.ast_similarity, 3),
+            _esc(d.source or ""), f'<div class="msg">{_esc(note)}</div>',
+        ])
+    out.append(_table(["method", "trial", "iter", "verdict", "power (mW)", "delay (ns)",
+                       "area (µm²)", "HVC", "AST sim", "source", "first message"],
+                      rows, {1, 2, 4, 5, 6, 7, 8}))
+    return "".join(out)
+
+
+def render_html(summary: Mapping[str, Any], details: Sequence[SampleDetail],
+                golden: Mapping[str, PPAMeasure], *, title: str = "rtlforge eval report") -> str:
+    """The whole report as one HTML string (no scripts, no external resources)."""
+    methods = sorted({d.method for d in details})
+    colours = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(methods)}
+    out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+           f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
+           f"<h1>{_esc(title)}</h1>"]
+    info = summary.get("run", {})
+    if info:
+        out.append(_table(["setting", "value"],
+                          [[_esc(k), _esc(", ".join(map(str, v)) if isinstance(v, list) else v)]
+                           for k, v in info.items()]))
+    verdicts = summary.get("verdicts", {})
+    out.append(f"<p>{_esc(summary.get('samples', len(details)))} samples over "
+               f"{_esc(summary.get('tasks', 0))} tasks. Verdicts: "
+               + ", ".join(f"{_esc(k)} {_esc(v)}" for k, v in sorted(verdicts.items()))
+               + "</p>")
+    out.append("<h2>Methods</h2>")
+    per_method: Mapping[str, Any] = summary.get("methods", {})
+    ks = sorted({k for m in per_method.values() for k in m.get("pass_at_k", {})},
+                key=lambda k: int(k.split("@")[1]))
+    rows = [[_esc(name), str(m["samples"]), str(m["passed"]), _fmt(m["pass_rate"], 3),
+             *(_fmt(m["pass_at_k"].get(k)) for k in ks), str(m["measured"]),
+             ", ".join(f"{_esc(v)} {_esc(c)}" for v, c in m["verdicts"].items())]
+            for name, m in per_method.items()]
+    out.append(_table(["method", "samples", "passed", "pass rate", *ks, "PPA measured",
+                       "verdicts"], rows, set(range(1, 5 + len(ks)))))
+    out.append('<p class="legend">' + "".join(
+        f'<span><i class="sw" style="background:{colours[m]}"></i>{_esc(m)}</span>'
+        for m in methods) + '<span><i class="sw" style="background:#ffd700;border-radius:0">'
+        "</i>golden</span><span>black ring / dashed line: non-dominated front</span></p>")
+    if "metrics" in summary:
+        out.append("<h2>Pareto metrics</h2>" + _metrics_html(summary["metrics"]))
+    files = summary.get("unmatched_files") or []
+    if files:
+        out.append("<h2>Unmatched sample files</h2>" + _table(
+            ["method", "file", "reason"],
+            [[_esc(f.get("method")), _esc(f.get("path")), _esc(f.get("reason"))] for f in files]))
+    aliased = summary.get("aliased_files") or []
+    if aliased:
+        out.append("<h2>Files matched under another name</h2>" + _table(
+            ["method", "file", "task", "how"],
+            [[_esc(f.get("method")), _esc(f.get("path")), _esc(f.get("task_id")),
+              _esc(f.get("how"))] for f in aliased]))
+    out.append("<h2>Tasks</h2>")
+    by_task: dict[str, list[SampleDetail]] = {}
+    for d in details:
+        by_task.setdefault(d.task_id, []).append(d)
+    for task_id in sorted(by_task):
+        out.append(_task_section(task_id, by_task[task_id], golden.get(task_id), colours,
+                                 methods))
+    out.append("</body></html>\n")
+    return "".join(out)
+
+
+def write_report(directory: str | Path, evaluation: DetailedEval,
+                 summary: Mapping[str, Any], *, title: str = "rtlforge eval report"
+                 ) -> dict[str, Path]:
+    """Write summary.json, records.jsonl (metrics format) and report.html into ``directory``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {name: directory / name for name in ("summary.json", "records.jsonl", "report.html")}
+    paths["summary.json"].write_text(json.dumps(_json_safe(summary), indent=2,
+                                                allow_nan=False) + "\n")
+    with paths["records.jsonl"].open("w") as fh:
+        for record in evaluation.records():
+            fh.write(json.dumps(_json_safe(record), allow_nan=False) + "\n")
+    paths["report.html"].write_text(
+        render_html(summary, evaluation.details, evaluation.golden, title=title),
+        encoding="utf-8")
+    return paths

@@ -1,0 +1,328 @@
+"""``rtlforge explore`` (sequential Pareto exploration) and ``rtlforge generate`` (one-shot).
+
+Only this module draws progress bars; the engine (:mod:`rtlforge.explore.engine`) reports events.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rtlforge.core.hookspecs import hookimpl
+
+
+def _options(items: tuple[str, ...], flag: str) -> dict[str, Any]:
+    """``k=v`` pairs; values that parse as JSON (numbers, true, lists) are typed, else text.
+
+    A key given more than once collects its values into a list (``path=a path=b``), rather
+    than the last one silently winning.
+    """
+    import click
+
+    out: dict[str, Any] = {}
+    repeated: set[str] = set()
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"{flag} {item!r}: expected KEY=VALUE")
+        key = key.replace("-", "_")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        if key not in out:
+            out[key] = value
+        elif key in repeated:
+            out[key].append(value)
+        else:
+            out[key] = [out[key], value]
+            repeated.add(key)
+    return out
+
+
+def _generator(host: Any, name: str, options: dict[str, Any]) -> Any:
+    import click
+
+    from rtlforge.core.errors import RtlforgeError
+
+    try:
+        return host.create("generator", name, **options)
+    except (RtlforgeError, TypeError, ValueError) as exc:
+        raise click.UsageError(f"generator {name!r}: {exc}") from exc
+
+
+def _spec_task(spec: Path) -> Any:
+    """A Task from a free-standing spec file; the top module comes from a header in it."""
+    import re
+
+    from rtlforge.core.models import Task
+
+    text = spec.read_text(encoding="utf-8")
+    found = re.findall(r"^\s*module\s+([A-Za-z_]\w*)", text, re.M)
+    top = found[-1] if found else "top_module"
+    return Task(id=spec.stem, spec=text, top=top)
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    import click
+
+    @cli.command(name="generate")
+    @click.option("--generator", "generator_name", required=True, help="Generator plugin.")
+    @click.option("--generator-option", "gen_opts", multiple=True, metavar="KEY=VALUE",
+                  help="Option passed to the generator (repeatable).")
+    @click.option("--base-url", help="Shortcut for --generator-option base_url=URL.")
+    @click.option("--model", help="Shortcut for --generator-option model=NAME.")
+    @click.option("--spec", "spec_path", type=click.Path(exists=True, dir_okay=False,
+                                                         path_type=Path),
+                  help="A spec file (prose, or a whole VerilogEval-style prompt).")
+    @click.option("--task", "task_dir", type=click.Path(exists=True, file_okay=False,
+                                                        path_type=Path),
+                  help="A task directory (task.toml).")
+    @click.option("--template", default="spec", show_default=True,
+                  help="Prompt template: a bundled name or a .toml file.")
+    @click.option("-n", "samples", type=click.IntRange(min=1), default=1, show_default=True)
+    @click.option("--temperature", type=click.FloatRange(min=0), default=0.8,
+                  show_default=True)
+    @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True)
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    def generate(generator_name: str, gen_opts: tuple[str, ...], base_url: str | None,
+                 model: str | None, spec_path: Path | None, task_dir: Path | None,
+                 template: str, samples: int, temperature: float, max_tokens: int,
+                 as_json: bool) -> None:
+        """Sample candidates for one spec or task and print the extracted Verilog."""
+        from rtlforge.cli import _host
+        from rtlforge.core.errors import ExtractionError, RtlforgeError
+        from rtlforge.core.interfaces import SamplingParams
+        from rtlforge.generation.extract import extract_verilog
+        from rtlforge.generation.prompts import load_template
+        from rtlforge.tasks.loader import load_task
+
+        if (spec_path is None) == (task_dir is None):
+            raise click.UsageError("give exactly one of --spec FILE or --task DIR")
+        options = _options(gen_opts, "--generator-option")
+        options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
+        try:
+            task = load_task(task_dir) if task_dir is not None else _spec_task(spec_path)  # type: ignore[arg-type]
+            request = load_template(template).request(task)
+        except (RtlforgeError, ValueError, UnicodeDecodeError) as exc:
+            raise click.UsageError(str(exc)) from exc
+        gen = _generator(_host(), generator_name, options)
+        params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
+        try:
+            outputs = gen.generate([request], params)
+        except RtlforgeError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(3)
+        candidates = []
+        for g in outputs[0] if outputs else []:
+            if g.candidate is not None:
+                source = "\n".join(f.content for f in g.candidate.files)
+            else:
+                try:
+                    source = extract_verilog(g.text)
+                except ExtractionError:
+                    continue
+            candidates.append({"source": source, "generator": g.generator})
+        if as_json:
+            click.echo(json.dumps({"candidates": candidates}))
+            return
+        if not candidates:
+            click.echo("no candidate (the generator declined or returned no Verilog)", err=True)
+        for i, cand in enumerate(candidates, start=1):
+            click.secho(f"// candidate {i} ({cand['generator']})", bold=True)
+            click.echo(cand["source"])
+
+    @cli.command(name="explore")
+    @click.option("--tasks", "tasks_dir", required=True,
+                  type=click.Path(exists=True, file_okay=False, path_type=Path),
+                  help="A task suite (task.toml folders) or an RTLLM-layout folder.")
+    @click.option("--task", "task_ids", multiple=True, help="Only these task ids (repeatable).")
+    @click.option("--generator", "generator_name", default=None,
+                  help="Generator plugin of the default method.")
+    @click.option("--generator-option", "gen_opts", multiple=True, metavar="KEY=VALUE",
+                  help="Option for every generator (repeatable).")
+    @click.option("--base-url", help="Shortcut for --generator-option base_url=URL.")
+    @click.option("--model", help="Shortcut for --generator-option model=NAME.")
+    @click.option("--method", "method_specs", multiple=True,
+                  metavar="NAME=GENERATOR[:TEMPLATE]",
+                  help="A method to compare (repeatable); TEMPLATE defaults to --template.")
+    @click.option("--template", default="pareto", show_default=True,
+                  help="Prompt template: a bundled name (pareto, spec) or a .toml file.")
+    @click.option("--history", type=click.Choice(["passing-only", "all", "front"]),
+                  default="passing-only", show_default=True,
+                  help="Which earlier circuits the prompt shows.")
+    @click.option("--history-limit", type=click.IntRange(min=1), default=8,
+                  show_default=True, help="Most recent history entries shown.")
+    @click.option("--select", default="", metavar="KEYS",
+                  help="Comma-separated labels (method,trial,iteration) every request carries "
+                       "in its metadata; replay selects recordings by them.")
+    @click.option("--iterations", type=click.IntRange(min=1), default=10, show_default=True)
+    @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True)
+    @click.option("-n", "samples", type=click.IntRange(min=1), default=1, show_default=True,
+                  help="Samples per iteration (one group).")
+    @click.option("--temperature", type=click.FloatRange(min=0), default=0.8,
+                  show_default=True)
+    @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True)
+    @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
+                  default=Path("runs/explore"), show_default=True)
+    @click.option("--dry-run", is_flag=True, help="Print the first prompts and exit.")
+    @click.option("--ppa-estimator", default="yosys-sta", show_default=True,
+                  help="PPA estimator plugin; 'none' for verdicts only.")
+    @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                  help="Liberty file for the estimator (default: its bundled library).")
+    @click.option("--ast/--no-ast", "with_ast", default=True, show_default=True,
+                  help="AST similarity to the golden when the reward is available.")
+    @click.option("--checkpoints", default="1,5,10", show_default=True,
+                  help="Iterations whose rHV the summary reports.")
+    @click.option("--baseline", help="Method the bootstrap CIs compare the others against.")
+    @click.option("--workers", type=click.IntRange(min=1), default=None)
+    @click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus",
+                  show_default=True)
+    @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
+    @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+    def explore(tasks_dir: Path, task_ids: tuple[str, ...], generator_name: str | None,
+                gen_opts: tuple[str, ...], base_url: str | None, model: str | None,
+                method_specs: tuple[str, ...], template: str, history: str,
+                history_limit: int, select: str, iterations: int, trials: int, samples: int,
+                temperature: float, max_tokens: int, run_dir: Path, dry_run: bool,
+                ppa_estimator: str, liberty: Path | None, with_ast: bool, checkpoints: str,
+                baseline: str | None, workers: int | None, simulator: str, timeout: float,
+                as_json: bool) -> None:
+        """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
+        from rtlforge.cli import EXIT_INFRA, _host, _load_task_map
+        from rtlforge.core.errors import RtlforgeError, ToolMissingError
+        from rtlforge.core.interfaces import SamplingParams
+        from rtlforge.explore.engine import Explorer, Method
+        from rtlforge.validate.pipeline import Pipeline
+
+        options = _options(gen_opts, "--generator-option")
+        options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
+        pairs: list[tuple[str, str, str]] = []
+        for spec in method_specs:
+            name, sep, rest = spec.partition("=")
+            gen_name, _, tmpl = rest.partition(":")
+            if not sep or not name or not gen_name:
+                raise click.UsageError(f"--method {spec!r}: expected NAME=GENERATOR[:TEMPLATE]")
+            pairs.append((name, gen_name, tmpl or template))
+        if not pairs:
+            if generator_name is None:
+                raise click.UsageError("give --generator NAME or --method NAME=GENERATOR")
+            pairs.append((generator_name, generator_name, template))
+        elif generator_name is not None:
+            raise click.UsageError("use either --generator or --method, not both")
+        host = _host()
+        try:
+            task_map = _load_task_map(tasks_dir, "auto")
+            if task_ids:
+                missing = sorted(set(task_ids) - set(task_map))
+                if missing:
+                    raise click.UsageError(f"unknown task ids: {', '.join(missing)}")
+                task_map = {t: task_map[t] for t in task_ids}
+            params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
+            methods = [Method(name=n, generator=_generator(host, g, options), template=t,
+                              sampling=params, history=history,  # type: ignore[arg-type]
+                              history_limit=history_limit,
+                              select=tuple(k.strip() for k in select.split(",") if k.strip()))
+                       for n, g, t in pairs]
+            marks = tuple(int(c) for c in checkpoints.split(",") if c.strip())
+            estimator = None
+            if ppa_estimator != "none" and not dry_run:
+                estimator = host.create("ppa_estimator", ppa_estimator,
+                                        **({"liberty": str(liberty)} if liberty else {}))
+            ast_reward = None
+            if with_ast and not dry_run:
+                try:
+                    ast_reward = host.create("reward", "ast-similarity")
+                except RtlforgeError:
+                    ast_reward = None
+            pipeline = None if dry_run else Pipeline.build(host, simulator=simulator,
+                                                           timeout=timeout)
+        except (ValueError, RtlforgeError) as exc:
+            raise click.UsageError(str(exc)) from exc
+        kwargs: dict[str, Any] = {
+            "iterations": iterations, "trials": trials, "run_dir": run_dir,
+            "pipeline": pipeline, "estimator": estimator, "ast_reward": ast_reward,
+            "workers": workers, "checkpoints": marks, "baseline": baseline,
+        }
+        if dry_run:
+            explorer = Explorer(task_map, methods, **kwargs)
+            requests = explorer.dry_run(limit=len(methods))
+            if as_json:
+                click.echo(json.dumps({"prompts": [
+                    {"request_id": r.request_id, "system": r.system, "prompt": r.prompt}
+                    for r in requests]}))
+                return
+            for r in requests:
+                click.secho(f"===== {r.request_id}", bold=True)
+                if r.system:
+                    click.secho("--- system", dim=True)
+                    click.echo(r.system)
+                click.secho("--- user", dim=True)
+                click.echo(r.prompt)
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        console = Console(stderr=True) if as_json else None
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeElapsedColumn(), transient=as_json,
+                      console=console) as progress:
+            bar = progress.add_task("exploring", total=None)
+            passed = [0]
+
+            def on_event(ev: Any) -> None:
+                if ev.kind == "start":
+                    progress.update(bar, total=ev.data["total"], completed=ev.data["done"])
+                elif ev.kind == "evaluate_end":
+                    passed[0] += ev.data["passed"]
+                    progress.update(bar, advance=1, description=(
+                        f"exploring ({passed[0]} passed; {ev.method} {ev.task} "
+                        f"t{ev.trial} i{ev.iteration})"))
+
+            explorer = Explorer(task_map, methods, on_event=on_event, **kwargs)
+            try:
+                result = explorer.run()
+            except ToolMissingError as exc:
+                click.secho(f"error: {exc}", fg="red", err=True)
+                sys.exit(EXIT_INFRA)
+            except RtlforgeError as exc:
+                click.secho(f"error: {exc}", fg="red", err=True)
+                sys.exit(EXIT_INFRA)
+            finally:
+                close = getattr(estimator, "close", None)
+                if callable(close):
+                    close()
+        summary = {**result.summary, "run_dir": str(result.run_dir),
+                   "files": {k: str(v) for k, v in result.paths.items()},
+                   "candidates": result.candidates, "evaluated_groups": result.evaluated,
+                   "resumed_groups": result.resumed}
+        if as_json:
+            click.echo(json.dumps(summary))
+            return
+        _print_summary(summary)
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    import click
+
+    click.echo(f"{summary['candidates']} candidates in {summary['run_dir']} "
+               f"({summary['evaluated_groups']} groups evaluated now, "
+               f"{summary['resumed_groups']} resumed)")
+    metrics = summary.get("metrics", {}).get("methods", {})
+    for name, m in summary.get("methods", {}).items():
+        line = f"  {name}: {m['passed']}/{m['samples']} passed"
+        marks = summary.get("checkpoints", {}).get(name, {})
+        if marks:
+            line += ", " + ", ".join(f"{k} {v:.3f}" for k, v in marks.items())
+        if name in metrics:
+            line += (f", rHV(union of trials) {metrics[name]['rhv_union']:.3f}, "
+                     f"diversity {metrics[name]['diversity']:.1f}")
+        click.echo(line)
+    for comp in summary.get("metrics", {}).get("comparisons", []):
+        lo, hi = comp["ci95"]
+        click.echo(f"  rHV {comp['method']} - {comp['versus']}: {comp['rhv_diff']:+.3f} "
+                   f"(95% CI {lo:+.3f} .. {hi:+.3f})")
+    click.echo(f"report: {summary['files'].get('report.html')}")

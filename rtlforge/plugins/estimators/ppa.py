@@ -1,0 +1,757 @@
+"""PPA (power, performance, area) estimators: ``yosys-sta`` (default) and ``yosys-abc``.
+
+``yosys-sta``: yosys maps the design onto a liberty library (``stat -liberty`` gives the area),
+then OpenSTA times the mapped netlist (critical-path arrival) and estimates power from a global
+switching activity. ``yosys-abc`` stops after mapping and reads ABC's own ``stime`` delay: about
+twice as fast, for screening and ranking only (see ``docs/ppa.md``).
+
+OpenSTA loads a big liberty file slowly (sky130: ~0.5 s) and times a small netlist in ~5 ms, so
+by default each worker thread keeps one sandboxed ``sta`` process alive, feeds it commands over
+stdin and reads up to a sentinel. A query that overruns its deadline kills the process, which is
+restarted for the next one; ``persistent=False`` runs one ``sta`` per design instead.
+
+Every number leaving this module is in ns, um^2 and mW whatever the library's own units. Nothing
+here ever returns a placeholder: a design that cannot be measured raises :class:`PPAError`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+import selectors
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rtlforge.core.errors import (
+    InvalidSourceError,
+    RtlforgeError,
+    SecurityViolation,
+    ToolMissingError,
+)
+from rtlforge.core.hookspecs import Register, hookimpl
+from rtlforge.core.interfaces import PPAEstimator, PPAResult
+from rtlforge.core.models import Candidate, SourceFile, ToolInfo
+from rtlforge.eda.liberty import (
+    GENERIC_LIBERTY,
+    SKY130_DONT_USE,
+    LibertyInfo,
+    liberty_info,
+    prepare_liberty,
+)
+from rtlforge.eda.stages import clip_log, compiled_sources
+from rtlforge.sandbox.runner import Limits, SandboxRunner, find_tool
+
+if TYPE_CHECKING:
+    import subprocess
+
+__all__ = ["PPAError", "PPATimeoutError", "YosysAbcPPA", "YosysStaPPA", "resolve_liberty"]
+
+
+class PPAError(RtlforgeError):
+    """The design could not be measured: it does not synthesise, has no timed path, ...
+
+    ``log`` carries the relevant tool output (clipped) for people and refinement agents.
+    """
+
+    def __init__(self, message: str, *, stage: str, log: str = "") -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.log = clip_log(log)
+
+
+class PPATimeoutError(PPAError):
+    """A PPA tool ran out of time on this design."""
+
+
+#: Ports taken as the clock when the caller names none (compared case-insensitively).
+CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "clk_in", "aclk")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # spliced into yosys and Tcl: no '$', no '\'
+_NETLIST = "rtlforge_netlist.v"
+_STA_NETLIST = "rtlforge_sta_netlist.v"
+_STA_SCRIPT = "rtlforge_sta.tcl"
+_VIRTUAL_CLOCK = "rtlforge_vclk"
+
+
+# ---------------------------------------------------------------------------------- library
+
+
+def resolve_liberty(liberty: str | Path | None,
+                    dont_use: Sequence[str] | None = None) -> tuple[Path, LibertyInfo]:
+    """The cached, dont-use-marked copy of ``liberty`` (None: the bundled generic library).
+
+    ``dont_use=None`` applies the known preset for the library (sky130: probe and lpflow cells).
+    """
+    source = Path(liberty) if liberty is not None else GENERIC_LIBERTY
+    info = liberty_info(source)
+    if dont_use is None:
+        dont_use = SKY130_DONT_USE if info.name.startswith("sky130_fd_sc_hd") else ()
+    return prepare_liberty(source, dont_use=dont_use), info
+
+
+def _liberty_label(source: str | Path | None, info: LibertyInfo) -> str:
+    return "generic" if source is None else f"{info.name} ({Path(source).name})"
+
+
+_leakage_cache: dict[Path, dict[str, float]] = {}
+_leakage_lock = threading.Lock()
+_CELL_LEAK = re.compile(
+    r'^[ \t]*cell\s*\(\s*"?([^"\s)]+)"?\s*\)\s*\{|^[ \t]*cell_leakage_power\s*:\s*([0-9.eE+-]+)',
+    re.MULTILINE)
+
+
+def cell_leakage(path: Path) -> dict[str, float]:
+    """``cell_leakage_power`` of every cell, in the library's leakage unit (cached per file)."""
+    with _leakage_lock:
+        hit = _leakage_cache.get(path)
+    if hit is not None:
+        return hit
+    table: dict[str, float] = {}
+    cell: str | None = None
+    for name, value in _CELL_LEAK.findall(path.read_text(errors="replace")):
+        if name:
+            cell = name
+        elif cell is not None and cell not in table:
+            table[cell] = float(value)
+    with _leakage_lock:
+        _leakage_cache[path] = table
+    return table
+
+
+# ---------------------------------------------------------------------------------- synthesis
+
+_AREA = re.compile(r"Chip area for (?:top )?module '[^']*':\s*([0-9.eE+-]+)")
+_STAT_CELLS = re.compile(r"Number of cells:\s+(\d+)((?:\n\s+\S+\s+\d+)*)")
+_STIME = re.compile(r"Delay\s*=\s*([0-9.eE+-]+)\s*ps")
+_YOSYS_ERROR = re.compile(r"^ERROR:.*$", re.MULTILINE)
+_SEQUENTIAL = re.compile(r"^\$_(?:S?DFF|DFFE|SDFFC?E|DFFSRE?|ALDFFE?|DLATCH|SR)")
+
+
+@dataclass(frozen=True)
+class _Synth:
+    area_um2: float
+    cells: int
+    flops: int
+    cell_counts: dict[str, int]
+    netlist: Path
+    inputs: list[tuple[str, int]]
+    stime_ps: float | None
+    seconds: float
+    tool: ToolInfo | None
+
+
+def _stat_blocks(log: str) -> list[dict[str, int]]:
+    blocks = []
+    for match in _STAT_CELLS.finditer(log):
+        counts: dict[str, int] = {}
+        for line in match.group(2).strip().splitlines():
+            name, num = line.split()
+            counts[name] = int(num)
+        blocks.append(counts)
+    return blocks
+
+
+_PORT = re.compile(r"^\s*input\s+(?:\[(\d+):(\d+)\]\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*;", re.M)
+
+
+def _netlist_inputs(netlist: str) -> list[tuple[str, int]]:
+    return [(name, abs(int(hi) - int(lo)) + 1 if hi else 1)
+            for hi, lo, name in _PORT.findall(netlist)]
+
+
+_CONCAT_ASSIGN = re.compile(r"^(\s*)assign\s*\{([^{}]*)\}\s*=\s*\{([^{}]*)\}\s*;", re.M)
+
+
+def _split_concat_assigns(netlist: str) -> str:
+    """``assign {a, b} = {c, d};`` as one assign per element, which OpenSTA 2019 can read."""
+
+    def split(match: re.Match[str]) -> str:
+        lhs = [x.strip() for x in match.group(2).split(",")]
+        rhs = [x.strip() for x in match.group(3).split(",")]
+        if len(lhs) != len(rhs):
+            return match.group(0)  # mixed widths: left for sta to reject with its own message
+        pad = match.group(1)
+        return "\n".join(f"{pad}assign {a} = {b};" for a, b in zip(lhs, rhs, strict=True))
+
+    return _CONCAT_ASSIGN.sub(split, netlist)
+
+
+def _check_identifier(name: str, what: str) -> None:
+    if not _IDENT.match(name):
+        raise PPAError(f"{what} {name!r} is not a plain identifier", stage="setup")
+
+
+def _finite_positive(**values: float) -> None:
+    for key, value in values.items():
+        if not (math.isfinite(value) and value > 0):
+            raise PPAError(f"{key} came out as {value!r}: the design has nothing to measure "
+                           "(no cells or no timed path)", stage="check")
+
+
+# ---------------------------------------------------------------------------------- estimators
+
+
+class _YosysFlow(PPAEstimator):
+    """Shared yosys front half: write the candidate, synthesise, map onto the library."""
+
+    name: ClassVar[str]
+
+    def __init__(self, *, liberty: str | Path | None = None,
+                 dont_use: Sequence[str] | None = None, timeout: float = 300.0,
+                 flatten: bool = True) -> None:
+        self.liberty_source = liberty
+        self.dont_use = tuple(dont_use) if dont_use is not None else None
+        self.timeout = timeout
+        self.flatten = flatten
+        self._liberty: tuple[Path, LibertyInfo] | None = None
+
+    @property
+    def liberty(self) -> tuple[Path, LibertyInfo]:
+        """Prepared lazily: constructing an estimator (e.g. to list plugins) reads no files."""
+        if self._liberty is None:
+            self._liberty = resolve_liberty(self.liberty_source, self.dont_use)
+        return self._liberty
+
+    def cache_key(self) -> dict[str, Any]:
+        path, _ = self.liberty
+        return {"name": self.name, "liberty": path.name, "flatten": self.flatten}
+
+    def _abc_command(self, lib: Path, period_ns: float | None) -> str:
+        delay = f" -D {period_ns * 1000:g}" if period_ns else ""
+        return f"abc -liberty {lib}{delay}"
+
+    def _synthesise(self, candidate: Candidate, top: str, runner: SandboxRunner, workdir: Path,
+                    period_ns: float | None) -> _Synth:
+        _check_identifier(top, "top module")
+        if period_ns is not None and not (math.isfinite(period_ns) and period_ns > 0):
+            raise ValueError(f"period_ns must be a positive number, not {period_ns!r}")
+        lib, _ = self.liberty
+        try:
+            runner.put(workdir, candidate.files, role="design")
+        except (SecurityViolation, InvalidSourceError) as exc:
+            raise PPAError(f"refused by the security check: {exc}", stage="security") from exc
+        sources = compiled_sources(f.name for f in candidate.files)
+        if not sources:
+            raise PPAError("the candidate has no Verilog source file", stage="synth")
+        script = "; ".join((
+            f"read_verilog -sv {' '.join(sources)}",
+            f"hierarchy -check -top {top}",
+            f"synth {'-flatten ' if self.flatten else ''}-top {top}",
+            f"dfflibmap -liberty {lib}",
+            self._abc_command(lib, period_ns),
+            # -purge drops internal aliases of ports, which write_verilog would emit as
+            # `assign {a, b} = ...`: OpenSTA 2019 cannot read a concatenation on the left.
+            "opt_clean -purge",
+            f"stat -liberty {lib}",
+            f"write_verilog -noattr {_NETLIST}",
+        ))
+        run = runner.run(["yosys", "-q", "-l", "yosys.log", "-p", script], cwd=workdir,
+                         timeout=self.timeout, ro_paths=[lib])
+        log_file = workdir / "yosys.log"
+        log = log_file.read_text(errors="replace") if log_file.exists() else run.output
+        if run.timed_out:
+            raise PPATimeoutError(f"yosys ran past {self.timeout:g} s", stage="synth", log=log)
+        if not run.ok:
+            errors = _YOSYS_ERROR.findall(run.output) or _YOSYS_ERROR.findall(log)
+            message = errors[0].strip() if errors else " | ".join(log.strip().splitlines()[-3:])
+            raise PPAError(f"yosys could not synthesise {top!r}: {message}", stage="synth",
+                           log=log)
+        before_map, _, mapped_log = log.partition("Executing DFFLIBMAP pass")
+        generic, mapped = _stat_blocks(before_map), _stat_blocks(mapped_log)
+        area = _AREA.findall(mapped_log)
+        if not mapped or not area:
+            raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
+        unmapped = sorted(c for c in mapped[-1] if c.startswith("$"))
+        if unmapped:
+            raise PPAError(f"cells with no match in the library (latches?): {unmapped}",
+                           stage="synth", log=log)
+        flops = sum(n for c, n in (generic[-1] if generic else {}).items()
+                    if _SEQUENTIAL.match(c))
+        stime = _STIME.findall(mapped_log)
+        netlist = workdir / _NETLIST
+        runner.put(workdir, [SourceFile(name=_NETLIST,
+                                        content=_split_concat_assigns(netlist.read_text()))],
+                   role="netlist")
+        return _Synth(
+            area_um2=float(area[-1]), cells=sum(mapped[-1].values()), flops=flops,
+            cell_counts=mapped[-1], netlist=netlist,
+            inputs=_netlist_inputs(netlist.read_text()),
+            stime_ps=float(stime[-1]) if stime else None, seconds=run.seconds, tool=run.tool,
+        )
+
+    def _details(self, synth: _Synth, **extra: Any) -> dict[str, Any]:
+        _, info = self.liberty
+        return {
+            "estimator": self.name,
+            "units": {"area": "um^2", "delay": "ns", "power": "mW",
+                      "liberty": info.units.as_dict()},
+            "liberty_name": info.name,
+            "sequential": synth.flops > 0,
+            "flops": synth.flops,
+            "cell_counts": synth.cell_counts,
+            **extra,
+        }
+
+
+class YosysAbcPPA(_YosysFlow):
+    """Screening: liberty area plus ABC's ``stime`` delay; power is leakage only.
+
+    ``stime`` times the mapped logic ABC sees (flops cut out) with ABC's own load model, so it
+    reads lower than OpenSTA; it is for ranking candidates cheaply, not for reporting. Dynamic
+    power needs switching activity and a timer, so ``power_mw`` is the summed
+    ``cell_leakage_power`` of the mapped cells and ``details["power_kind"] == "leakage"``.
+    """
+
+    name: ClassVar[str] = "yosys-abc"
+
+    _SCRIPT = ("+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&dch,-f;"
+               "&nf{D};&put;stime,-p")
+
+    def _abc_command(self, lib: Path, period_ns: float | None) -> str:
+        # yosys' default liberty script, plus `stime -p` to print the mapped critical path.
+        delay = f",-D,{period_ns * 1000:g}" if period_ns else ""
+        return f"abc -liberty {lib} -script {self._SCRIPT.format(D=delay)}"
+
+    def estimate(self, candidate: Candidate, top: str, runner: SandboxRunner, *,
+                 clock: str | None = None, period_ns: float | None = None) -> PPAResult:
+        lib, info = self.liberty
+        with runner.workspace(prefix="rtlforge-ppa-") as workdir:
+            synth = self._synthesise(candidate, top, runner, workdir, period_ns)
+        if synth.stime_ps is None:
+            raise PPAError("ABC printed no stime delay (no combinational logic?)", stage="abc")
+        leak = cell_leakage(lib)
+        missing = sorted(c for c in synth.cell_counts if c not in leak)
+        if missing:
+            raise PPAError(f"no cell_leakage_power for {missing} in {info.name}", stage="power")
+        power_mw = sum(leak[c] * n for c, n in synth.cell_counts.items()) * info.units.leakage_mw
+        delay_ns = synth.stime_ps / 1000.0
+        _finite_positive(area_um2=synth.area_um2, delay_ns=delay_ns, power_mw=power_mw)
+        return PPAResult(
+            area_um2=synth.area_um2, delay_ns=delay_ns, power_mw=power_mw, cells=synth.cells,
+            liberty=_liberty_label(self.liberty_source, info),
+            tools=tuple(t for t in (synth.tool,) if t is not None),
+            details=self._details(synth, power_kind="leakage", delay_source="abc stime",
+                                  period_ns=period_ns, seconds={"synth": synth.seconds}),
+        )
+
+
+# ---------------------------------------------------------------------------------- OpenSTA
+
+_ARRIVAL = re.compile(r"^\s*(-?[0-9.eE+]+)\s+data arrival time", re.M)
+_SLACK = re.compile(r"^\s*(-?[0-9.eE+]+)\s+slack \((MET|VIOLATED)\)", re.M)
+_POWER = re.compile(r"^Total\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)",
+                    re.M)
+#: Printed by the catch wrapper; the marker is built in Tcl so an echoed command never matches.
+_TCL_ERROR = re.compile(r"^RTLFORGE-ERROR: (.*)$", re.M)
+
+
+def _catch(body: str) -> str:
+    """Run ``body`` so a Tcl error prints one ``RTLFORGE-ERROR:`` line instead of aborting."""
+    return ("if {[catch {" + body + "} rtlforge_err]} "
+            '{ puts "RTLFORGE[string toupper -error]: [string map {\\n { }} $rtlforge_err]" }')
+
+
+class _StaProcess:
+    """One long-lived sandboxed ``sta`` with the library loaded; used by one thread at a time."""
+
+    _ids = itertools.count()
+
+    def __init__(self, runner: SandboxRunner, liberty: Path, *, timeout: float,
+                 max_queries: int) -> None:
+        self.runner = runner
+        self.liberty = liberty
+        self.timeout = timeout
+        self.max_queries = max_queries
+        self.queries = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._workspace = runner.workspace(prefix="rtlforge-sta-")
+        self.workdir = self._workspace.__enter__()
+
+    def _start(self) -> None:
+        # cpu_s caps the lifetime; recycling after max_queries keeps us well inside it.
+        limits = self.runner.limits.model_copy(update={"timeout_s": self.timeout,
+                                                       "cpu_s": 3600})
+        self.proc = self.runner.spawn(["sta", "-no_splash", "-no_init"], self.workdir,
+                                      limits=limits, ro_paths=[self.liberty])
+        self.queries = 0
+        out = self._exchange(f"read_liberty {{{self.liberty}}}", timeout=max(self.timeout, 120))
+        error = _TCL_ERROR.search(out)
+        if error:
+            self.stop()
+            raise PPAError(f"sta cannot read {self.liberty.name}: {error.group(1)}",
+                           stage="sta", log=out)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            SandboxRunner.kill(self.proc)
+            self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        self._workspace.__exit__(None, None, None)
+
+    def _exchange(self, body: str, *, timeout: float) -> str:
+        assert self.proc is not None and self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        tag = next(self._ids)
+        sentinel = f"@@RTLFORGE-{tag}@@".encode()
+        payload = (_catch(body) + f'\nputs "@@RTLFORGE-[expr {{{tag}}}]@@"\n'
+                   "flush stdout\n")
+        try:
+            self.proc.stdin.write(payload.encode())
+            self.proc.stdin.flush()
+        except OSError as exc:
+            self.stop()
+            raise _StaDied(f"sta is gone: {exc}") from exc
+        deadline = time.monotonic() + timeout
+        buf = bytearray()
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while sentinel not in buf:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.stop()
+                    raise PPATimeoutError(f"sta ran past {timeout:g} s", stage="sta",
+                                          log=buf.decode(errors="replace"))
+                if not sel.select(timeout=min(remaining, 1.0)):
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self.stop()
+                    raise _StaDied(buf.decode(errors="replace"))
+                buf += chunk
+                if len(buf) > self.runner.limits.output_bytes * 8:
+                    self.stop()
+                    raise PPAError("sta output flood", stage="sta")
+        return buf[: buf.index(sentinel)].decode(errors="replace")
+
+    def query(self, body: str, netlist: str) -> str:
+        """Read ``netlist`` (text) and run ``body`` on it, both from files in sta's own
+        workspace (sta reads stdin a line at a time; its jail sees nothing else)."""
+        self.runner.put(self.workdir, [SourceFile(name=_STA_NETLIST, content=netlist)],
+                        role="netlist")
+        self.runner.put(self.workdir, [SourceFile(name=_STA_SCRIPT, content=body + "\n")],
+                        role="trusted")
+        return self._query(f"source {{{self.workdir / _STA_SCRIPT}}}")
+
+    def _query(self, body: str) -> str:
+        if self.proc is not None and self.queries >= self.max_queries:
+            self.stop()  # old netlists accumulate in sta's memory: start afresh now and then
+        for attempt in (0, 1):
+            try:
+                if self.proc is None or self.proc.poll() is not None:
+                    self.stop()
+                    self._start()
+                self.queries += 1
+                return self._exchange(body, timeout=self.timeout)
+            except _StaDied as exc:
+                if attempt:  # died twice on the same design: blame the design
+                    raise PPAError("sta crashed on this netlist", stage="sta",
+                                   log=str(exc)) from None
+        raise AssertionError("unreachable")
+
+
+class _StaDied(Exception):
+    """The persistent sta exited mid-query (crash or CPU limit); retried once on a fresh one."""
+
+
+def _close_all(procs: list[_StaProcess], lock: threading.Lock) -> None:
+    with lock:
+        for proc in procs:
+            proc.close()
+        procs.clear()
+
+
+class YosysStaPPA(_YosysFlow):
+    """Full flow: yosys mapping + ``stat -liberty`` area, OpenSTA delay and power.
+
+    ``delay_ns`` is the worst data arrival time: input-to-output for combinational designs (under
+    a virtual clock), register-to-register or I/O for sequential ones. That is what bounds the
+    clock period, not the latency of an operation: pass ``cycles=N`` to :meth:`estimate` and
+    ``details["latency_ns"]`` gives ``N * delay_ns``. Power is OpenSTA's ``report_power`` under
+    one global ``activity`` (toggles per clock on every net) at ``period_ns``.
+    """
+
+    name: ClassVar[str] = "yosys-sta"
+
+    def __init__(self, *, liberty: str | Path | None = None,
+                 dont_use: Sequence[str] | None = None, activity: float = 0.1,
+                 period_ns: float = 10.0, input_transition_ns: float = 0.05,
+                 output_load_pf: float = 0.005, persistent: bool = True,
+                 timeout: float = 300.0, sta_timeout: float = 60.0, max_queries: int = 500,
+                 flatten: bool = True) -> None:
+        super().__init__(liberty=liberty, dont_use=dont_use, timeout=timeout, flatten=flatten)
+        if not 0 < activity <= 2:
+            raise ValueError(f"activity is toggles per clock period, in (0, 2]: {activity!r}")
+        for key, value in (("period_ns", period_ns), ("input_transition_ns", input_transition_ns),
+                           ("output_load_pf", output_load_pf)):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{key} must be a positive number, not {value!r}")
+        self.activity = activity
+        self.period_ns = period_ns
+        self.input_transition_ns = input_transition_ns
+        self.output_load_pf = output_load_pf
+        self.persistent = persistent
+        self.sta_timeout = sta_timeout
+        self.max_queries = max_queries
+        self._init_sessions()
+
+    def _init_sessions(self) -> None:
+        self._local = threading.local()
+        self._procs: list[_StaProcess] = []
+        self._procs_lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _close_all, self._procs, self._procs_lock)
+
+    # Picklable for process pools: live sta processes stay behind, each copy starts its own.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for key in ("_local", "_procs", "_procs_lock", "_finalizer"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_sessions()
+
+    def close(self) -> None:
+        """Stop this estimator's sta processes (also done at garbage collection and exit)."""
+        _close_all(self._procs, self._procs_lock)
+        self._local = threading.local()
+
+    def __enter__(self) -> YosysStaPPA:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def cache_key(self) -> dict[str, Any]:
+        return {**super().cache_key(), "activity": self.activity, "period_ns": self.period_ns,
+                "input_transition_ns": self.input_transition_ns,
+                "output_load_pf": self.output_load_pf}
+
+    # ------------------------------------------------------------------ constraints
+
+    def _pick_clock(self, synth: _Synth, clock: str | None) -> str | None:
+        names = {name: width for name, width in synth.inputs}
+        if clock is not None:
+            _check_identifier(clock, "clock")
+            if clock not in names:
+                raise PPAError(f"clock port {clock!r} is not an input of the design "
+                               f"(inputs: {sorted(names)})", stage="sta")
+            return clock
+        for name, width in synth.inputs:
+            if width == 1 and name.lower() in CLOCK_NAMES:
+                return name
+        if synth.flops:
+            raise PPAError("sequential design with no recognisable clock port "
+                           f"(looked for {', '.join(CLOCK_NAMES)}); pass clock=NAME",
+                           stage="sta")
+        return None
+
+    def sta_commands(self, netlist: Path, top: str, clock: str | None, period_ns: float) -> str:
+        """The Tcl that times and powers one linked netlist (library units throughout)."""
+        units = self.liberty[1].units
+        period = units.to_lib_time(period_ns)
+        if clock is None:
+            clk, inputs = _VIRTUAL_CLOCK, "[all_inputs]"
+            make_clock = f"create_clock -name {clk} -period {period:g}"
+        else:
+            clk, inputs = clock, f"[delete_from_list [all_inputs] [get_ports {{{clock}}}]]"
+            make_clock = f"create_clock -name {clk} -period {period:g} [get_ports {{{clock}}}]"
+        return "\n".join((
+            f"read_verilog {{{netlist}}}",
+            f"link_design {top}",
+            make_clock,
+            f"set rtlforge_in {inputs}",
+            "if {[llength $rtlforge_in]} { set_input_delay 0 -clock "
+            f"{clk} $rtlforge_in; set_input_transition "
+            f"{units.to_lib_time(self.input_transition_ns):g} $rtlforge_in }}",
+            "set rtlforge_out [all_outputs]",
+            f"if {{[llength $rtlforge_out]}} {{ set_output_delay 0 -clock {clk} $rtlforge_out; "
+            f"set_load {units.to_lib_cap(self.output_load_pf):g} $rtlforge_out }}",
+            "report_checks -path_delay max -digits 6",
+            f"set_power_activity -global -activity {self.activity:g}",
+            "report_power -digits 6",
+        ))
+
+    # ------------------------------------------------------------------ running sta
+
+    def _session(self, runner: SandboxRunner) -> _StaProcess:
+        proc: _StaProcess | None = getattr(self._local, "proc", None)
+        if proc is None:
+            proc = _StaProcess(runner, self.liberty[0], timeout=self.sta_timeout,
+                               max_queries=self.max_queries)
+            with self._procs_lock:
+                self._procs.append(proc)
+            self._local.proc = proc
+        return proc
+
+    _unique = itertools.count()
+
+    def _run_sta(self, synth: _Synth, top: str, clock: str | None, period_ns: float,
+                 runner: SandboxRunner, workdir: Path) -> str:
+        lib = self.liberty[0]
+        if self.persistent:
+            # A fresh module name per query: sta keeps every netlist it has read.
+            unique = f"{top}__rtlforge{next(self._unique)}"
+            text = re.sub(rf"^module\s+{re.escape(top)}\b", f"module {unique}",
+                          synth.netlist.read_text(), count=1, flags=re.M)
+            session = self._session(runner)
+            out = session.query(
+                self.sta_commands(session.workdir / _STA_NETLIST, unique, clock, period_ns),
+                text)
+        else:
+            body = self.sta_commands(synth.netlist, top, clock, period_ns)
+            runner.put(workdir, [SourceFile(
+                name=_STA_SCRIPT,
+                content=f"read_liberty {{{lib}}}\n{_catch(chr(10) + body + chr(10))}\nexit\n")],
+                role="trusted")
+            run = runner.run(["sta", "-no_splash", "-no_init", "-exit", _STA_SCRIPT],
+                             cwd=workdir, timeout=self.sta_timeout, ro_paths=[lib])
+            if run.timed_out:
+                raise PPATimeoutError(f"sta ran past {self.sta_timeout:g} s", stage="sta",
+                                      log=run.output)
+            out = run.output
+            if not run.ok and not _TCL_ERROR.search(out):
+                raise PPAError(f"sta failed (exit {run.returncode})", stage="sta", log=out)
+        error = _TCL_ERROR.search(out)
+        if error:
+            raise PPAError(f"sta: {error.group(1).strip()}", stage="sta", log=out)
+        return out
+
+    def estimate(self, candidate: Candidate, top: str, runner: SandboxRunner, *,
+                 clock: str | None = None, period_ns: float | None = None,
+                 cycles: int | None = None) -> PPAResult:
+        _, info = self.liberty
+        start = time.perf_counter()
+        sta_tool = find_tool("sta")  # fail fast (ToolMissingError) before synthesising
+        with runner.workspace(prefix="rtlforge-ppa-") as workdir:
+            synth = self._synthesise(candidate, top, runner, workdir, period_ns)
+            picked = self._pick_clock(synth, clock)
+            period = period_ns if period_ns is not None else self.period_ns
+            t_sta = time.perf_counter()
+            out = self._run_sta(synth, top, picked, period, runner, workdir)
+            sta_seconds = time.perf_counter() - t_sta
+        # One path per path group (clock, async recovery/removal, ...): the worst is the largest
+        # arrival. The slack section repeats each arrival negated, which max() passes over.
+        arrivals = [float(v) for v in _ARRIVAL.findall(out)]
+        slacks = [float(v) for v, _ in _SLACK.findall(out)]
+        power = _POWER.search(out)
+        if not arrivals or power is None:
+            raise PPAError("OpenSTA found no timing path or power figure (is the logic "
+                           "constant or disconnected?)", stage="sta", log=out)
+        scale = info.units.time_ns
+        delay_ns = max(arrivals) * scale
+        # report_power prints watts whatever the library's units (checked against leakage).
+        internal, switching, leakage, total = (float(g) * 1e3 for g in power.groups())
+        _finite_positive(area_um2=synth.area_um2, delay_ns=delay_ns, power_mw=total)
+        details = self._details(
+            synth, clock=picked or _VIRTUAL_CLOCK, virtual_clock=picked is None,
+            period_ns=period, activity=self.activity,
+            slack_ns=min(slacks) * scale if slacks else None,
+            power_breakdown_mw={"internal": internal, "switching": switching,
+                                "leakage": leakage},
+            power_kind="total", delay_source="opensta arrival",
+            input_transition_ns=self.input_transition_ns, output_load_pf=self.output_load_pf,
+            sta_mode="persistent" if self.persistent else "oneshot",
+            seconds={"synth": synth.seconds, "sta": sta_seconds,
+                     "total": time.perf_counter() - start},
+        )
+        if cycles is not None:
+            if cycles < 1:
+                raise ValueError(f"cycles must be >= 1, not {cycles}")
+            details.update(cycles=cycles, latency_ns=cycles * delay_ns)
+        return PPAResult(
+            area_um2=synth.area_um2, delay_ns=delay_ns, power_mw=total, cells=synth.cells,
+            liberty=_liberty_label(self.liberty_source, info),
+            tools=tuple(t for t in (synth.tool, sta_tool) if t is not None), details=details,
+        )
+
+
+# ---------------------------------------------------------------------------------- plugin
+
+ESTIMATORS: dict[str, type[_YosysFlow]] = {YosysStaPPA.name: YosysStaPPA,
+                                           YosysAbcPPA.name: YosysAbcPPA}
+
+
+@hookimpl
+def register_ppa_estimators(register: Register) -> None:
+    register(YosysStaPPA)
+    register(YosysAbcPPA)
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    import click
+
+    @cli.command(name="ppa")
+    @click.argument("designs", nargs=-1, required=True,
+                    type=click.Path(exists=True, dir_okay=False, path_type=Path))
+    @click.option("--top", required=True, help="Top module.")
+    @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                  help="Liberty file (.lib or .lib.gz); default: the bundled generic library.")
+    @click.option("--clock", help="Clock port (default: clk/clock/clk_i... if present).")
+    @click.option("--period", type=click.FloatRange(min=0, min_open=True),
+                  help="Clock period in ns (default 10; also the abc -D target when given).")
+    @click.option("--estimator", type=click.Choice(sorted(ESTIMATORS)), default="yosys-sta",
+                  show_default=True)
+    @click.option("--activity", type=click.FloatRange(min=0, max=2, min_open=True),
+                  default=0.1, show_default=True, help="Global switching activity (yosys-sta).")
+    @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True)
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    def ppa(designs: tuple[Path, ...], top: str, liberty: Path | None, clock: str | None,
+            period: float | None, estimator: str, activity: float, timeout: float,
+            as_json: bool) -> None:
+        """Area (um^2), critical-path delay (ns) and power (mW) of DESIGN files."""
+        import json
+        import sys
+
+        from rtlforge.core.errors import SandboxError
+        from rtlforge.core.models import SourceFile
+        from rtlforge.eda.liberty import LibertyError
+
+        try:
+            files = tuple(SourceFile(name=p.name, content=p.read_text()) for p in designs)
+            candidate = Candidate(files=files)
+            options: dict[str, Any] = {"liberty": liberty, "timeout": timeout}
+            if estimator == "yosys-sta":
+                options.update(activity=activity, persistent=False)
+            est = ESTIMATORS[estimator](**options)
+            est.liberty  # noqa: B018 - a bad liberty file is a usage error, reported now
+        except (ValueError, UnicodeDecodeError, LibertyError) as exc:
+            raise click.UsageError(str(exc)) from exc
+        try:
+            result = est.estimate(candidate, top, SandboxRunner(Limits(timeout_s=timeout)),
+                                  clock=clock, period_ns=period)
+        except (ToolMissingError, SandboxError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(3)
+        except PPAError as exc:
+            if as_json:
+                click.echo(json.dumps({"error": str(exc), "stage": exc.stage}))
+            else:
+                click.echo(f"error: {exc}", err=True)
+                if exc.log:
+                    click.echo(exc.log[-2000:], err=True)
+            sys.exit(1)
+        summary = {
+            "area_um2": result.area_um2, "delay_ns": result.delay_ns,
+            "power_mw": result.power_mw, "cells": result.cells, "liberty": result.liberty,
+            "estimator": estimator, "units": result.details["units"],
+            "details": result.details, "tools": [t.model_dump() for t in result.tools],
+        }
+        if as_json:
+            click.echo(json.dumps(summary))
+            return
+        click.echo(f"area   {result.area_um2:12.3f} um^2   ({result.cells} cells)")
+        click.echo(f"delay  {result.delay_ns:12.4f} ns")
+        click.echo(f"power  {result.power_mw:12.6f} mW   ({result.details['power_kind']})")
+        click.echo(f"liberty {result.liberty}")
+

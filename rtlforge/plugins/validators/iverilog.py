@@ -1,0 +1,141 @@
+"""Icarus Verilog validators: ``iverilog-lint`` (compile the design) and ``iverilog-sim``.
+
+This module also holds the helpers the other simulator plugins share (log clipping, testbench
+top inference, turning a simulation run into a verdict), so that Icarus, Verilator and cocotb
+judge a run the same way.
+
+Icarus 11 prints ``sorry:`` for constructs it cannot handle and sometimes still exits 0; such a
+design would then simulate something other than what was written, so it is an ``error``. Some
+of those messages say Icarus degraded harmlessly (it ignores the ``unique`` qualifier, or makes
+an ``always_comb`` sensitive to a whole vector instead of one bit); the feedback parser keeps
+them as warnings, and ``strict_sorry=True`` makes them errors too.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rtlforge.core.hookspecs import Register, hookimpl
+from rtlforge.core.interfaces import ValidationContext, Validator
+from rtlforge.core.models import StageResult, Verdict
+from rtlforge.eda.feedback import make_feedback
+from rtlforge.eda.stages import (
+    MAX_COMPILE_WARNINGS,
+    SIM_IMAGE,
+    attribute_to_task,
+    bad_identifier,
+    clip_log,
+    compiled_sources,
+    icarus_build,
+    icarus_compile_verdict,
+    icarus_flags,
+    lint_result,
+    scrub,
+    simulation_verdict,
+    source_texts,
+    tools_of,
+)
+
+# ------------------------------------------------------------------------------ validators
+
+
+@dataclass(frozen=True)
+class IverilogLint(Validator):
+    """Compile the design with Icarus: catches syntax, undeclared names, missing modules.
+
+    With a testbench (and ``with_testbench``) the design is compiled together with it, into the
+    image ``iverilog-sim`` then runs: one compile per candidate instead of two. Errors in the
+    testbench's files then mean the design's interface is wrong, and say so.
+    """
+
+    name: ClassVar[str] = "iverilog-lint"
+    stage: ClassVar[str] = "lint"
+
+    warnings: tuple[str, ...] = ("implicit", "portbind")
+    strict_sorry: bool = False
+    iverilog: str = "iverilog"
+    with_testbench: bool = True
+
+    def tool_names(self) -> Sequence[str]:
+        return (self.iverilog,)
+
+    def validate(self, ctx: ValidationContext) -> StageResult:
+        start = time.perf_counter()
+        files = source_texts(ctx)
+        bad = bad_identifier(ctx.top, "top module", stage=self.name)
+        if bad is not None:
+            return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(bad,))
+        if self.with_testbench and ctx.task.testbench:
+            declared = any(re.search(rf"\bmodule\s+{re.escape(ctx.top)}\b", f.content)
+                           for f in ctx.candidate.files)
+            if not declared:
+                return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(
+                    make_feedback("missing_module", f"top module {ctx.top!r} is not defined in "
+                                  "the design", stage=self.name, files=files),),
+                    seconds=time.perf_counter() - start)
+            run = icarus_build(ctx, self.iverilog, self.warnings)
+        else:
+            argv = [self.iverilog, *icarus_flags(self.warnings), "-s", ctx.top,
+                    "-o", ".rtlforge-lint.vvp", *compiled_sources(ctx.design_files)]
+            run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+        verdict, feedback = icarus_compile_verdict(
+            run, stage=self.name, files=files, strict_sorry=self.strict_sorry,
+            timeout=ctx.timeout)
+        task_files = {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
+        return lint_result(self.name, verdict, attribute_to_task(feedback, task_files), run,
+                           start)
+
+
+@dataclass(frozen=True)
+class IverilogSim(Validator):
+    """Compile testbench + design with Icarus, run ``vvp`` and read the testbench's verdict."""
+
+    name: ClassVar[str] = "iverilog-sim"
+    stage: ClassVar[str] = "simulate"
+    needs_testbench: ClassVar[bool] = True
+
+    warnings: tuple[str, ...] = ("implicit", "portbind")
+    strict_sorry: bool = False
+    iverilog: str = "iverilog"
+    vvp: str = "vvp"
+
+    def tool_names(self) -> Sequence[str]:
+        return (self.iverilog, self.vvp)
+
+    def validate(self, ctx: ValidationContext) -> StageResult:
+        start = time.perf_counter()
+        files = source_texts(ctx)
+        task_files = {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
+        build = icarus_build(ctx, self.iverilog, self.warnings)
+        verdict, compile_feedback = icarus_compile_verdict(
+            build, stage=self.name, files=files, strict_sorry=self.strict_sorry,
+            timeout=ctx.timeout)
+        compile_feedback = attribute_to_task(compile_feedback, task_files)
+        metrics: dict[str, Any] = {"compile_s": round(build.seconds, 4)}
+        if verdict is not Verdict.PASS:
+            return StageResult(
+                name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
+                feedback=tuple(compile_feedback), tools=tools_of(build),
+                log=clip_log(build.output), metrics=metrics,
+            )
+        sim = ctx.runner.run([self.vvp, "-n", SIM_IMAGE], cwd=ctx.workdir,
+                             timeout=ctx.timeout)
+        metrics["sim_s"] = round(sim.seconds, 4)
+        verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,
+                                               what="the simulation (vvp)")
+        warnings = [f for f in compile_feedback if f.severity == "warning"]
+        return StageResult(
+            name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
+            feedback=(*feedback, *warnings[:MAX_COMPILE_WARNINGS]), tools=tools_of(build, sim),
+            log=scrub(sim.output, ctx), metrics=metrics,
+        )
+
+
+@hookimpl
+def register_validators(register: Register) -> None:
+    register(IverilogLint)
+    register(IverilogSim)

@@ -1,0 +1,148 @@
+"""Verilator validators: ``verilator-lint`` (``--lint-only -Wall``) and ``verilator-sim``.
+
+Verilator is the stricter second opinion: its lint catches width and driver problems Icarus
+accepts silently, and ``--binary --timing`` simulates the same testbenches. A build runs g++ and
+takes seconds; it is bounded by the stage timeout like every other run (``build_timeout``
+sets a budget of its own when builds need more than simulations).
+
+The compiled simulation is started through ``env``: the runner resolves ``argv[0]`` on PATH
+(relative to the caller, not the run directory), so a run-directory binary needs a launcher.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rtlforge.core.hookspecs import Register, hookimpl
+from rtlforge.core.interfaces import ValidationContext, Validator
+from rtlforge.core.models import Feedback, StageResult, Verdict
+from rtlforge.eda.feedback import make_feedback, parse_verilator
+from rtlforge.eda.stages import (
+    MAX_COMPILE_WARNINGS,
+    attribute_to_task,
+    bad_identifier,
+    clip_log,
+    compiled_sources,
+    flood_feedback,
+    infer_testbench_top,
+    lint_result,
+    scrub,
+    simulation_verdict,
+    source_texts,
+    task_sources,
+    timeout_feedback,
+    tools_of,
+)
+from rtlforge.sandbox.runner import ToolRun
+
+#: Where the build goes; a dot-name, so no candidate file can collide with it.
+_MDIR = ".rtlforge-verilator"
+_BINARY = "sim"
+
+
+def build_verdict(run: ToolRun, *, stage: str, files: dict[str, str],
+                  timeout: float) -> tuple[Verdict, list[Feedback]]:
+    """Verdict of a Verilator lint or build run: PASS (maybe with warnings), ERROR or TIMEOUT."""
+    if run.timed_out:
+        return Verdict.TIMEOUT, [timeout_feedback("verilator", timeout, stage=stage)]
+    if run.output_overflow:
+        return Verdict.ERROR, [flood_feedback("verilator", run, stage=stage)]
+    feedback = parse_verilator(run.output, stage=stage, files=files)
+    errors = [fb for fb in feedback if fb.severity == "error"]
+    if run.returncode != 0 and not errors:
+        tail = " | ".join(run.output.strip().splitlines()[-3:])
+        feedback.append(make_feedback(
+            "elaboration", f"verilator failed (exit {run.returncode}): {tail}", stage=stage,
+            files=files))
+    failed = run.returncode != 0 or bool(errors)
+    return (Verdict.ERROR if failed else Verdict.PASS), feedback
+
+
+@dataclass(frozen=True)
+class VerilatorLint(Validator):
+    """``verilator --lint-only -Wall``: warnings become warning feedback, errors an ``error``."""
+
+    name: ClassVar[str] = "verilator-lint"
+    stage: ClassVar[str] = "lint"
+
+    #: Warnings that are style, not bugs, for single-file generated designs.
+    disabled_warnings: tuple[str, ...] = ("DECLFILENAME", "UNUSED", "EOFNEWLINE")
+    timescale: str = "1ns/1ps"
+    verilator: str = "verilator"
+
+    def tool_names(self) -> Sequence[str]:
+        return (self.verilator,)
+
+    def validate(self, ctx: ValidationContext) -> StageResult:
+        start = time.perf_counter()
+        bad = bad_identifier(ctx.top, "top module", stage=self.name)
+        if bad is not None:
+            return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(bad,))
+        files = source_texts(ctx)
+        argv = [self.verilator, "--lint-only", "-Wall", "-Wno-fatal", "--timing",
+                "--timescale", self.timescale,
+                *(f"-Wno-{w}" for w in self.disabled_warnings),
+                "--top-module", ctx.top, *compiled_sources(ctx.design_files)]
+        run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+        verdict, feedback = build_verdict(run, stage=self.name, files=files, timeout=ctx.timeout)
+        return lint_result(self.name, verdict, feedback, run, start)
+
+
+@dataclass(frozen=True)
+class VerilatorSim(Validator):
+    """Build testbench + design with ``verilator --binary --timing`` and run the result."""
+
+    name: ClassVar[str] = "verilator-sim"
+    stage: ClassVar[str] = "simulate"
+    needs_testbench: ClassVar[bool] = True
+
+    build_timeout: float | None = None  # None: the stage timeout (``--timeout``)
+    jobs: int = 1
+    timescale: str = "1ns/1ps"
+    extra_args: tuple[str, ...] = ()
+    verilator: str = "verilator"
+
+    def tool_names(self) -> Sequence[str]:
+        return (self.verilator,)
+
+    def validate(self, ctx: ValidationContext) -> StageResult:
+        start = time.perf_counter()
+        files = source_texts(ctx)
+        task_files = {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
+        top = infer_testbench_top(ctx)
+        argv = [self.verilator, "--binary", "--timing", "-j", str(self.jobs), "-Wno-fatal",
+                "-Wno-lint", "-Wno-style", "--timescale", self.timescale,
+                "--Mdir", _MDIR, "-o", _BINARY, *(["--top-module", top] if top else []),
+                *self.extra_args, *task_sources(ctx), *compiled_sources(ctx.design_files)]
+        budget = self.build_timeout or ctx.timeout
+        build = ctx.runner.run(argv, cwd=ctx.workdir, timeout=budget)
+        verdict, build_feedback = build_verdict(build, stage=self.name, files=files,
+                                                timeout=budget)
+        build_feedback = attribute_to_task(build_feedback, task_files)
+        metrics: dict[str, Any] = {"build_s": round(build.seconds, 4)}
+        if verdict is not Verdict.PASS:
+            return StageResult(
+                name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
+                feedback=tuple(build_feedback), tools=tools_of(build),
+                log=clip_log(build.output), metrics=metrics,
+            )
+        sim = ctx.runner.run(["env", f"./{_MDIR}/{_BINARY}"], cwd=ctx.workdir,
+                             timeout=ctx.timeout)
+        metrics["sim_s"] = round(sim.seconds, 4)
+        verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,
+                                               what="the verilated simulation")
+        warnings = [f for f in build_feedback if f.severity == "warning"]
+        return StageResult(
+            name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
+            feedback=(*feedback, *warnings[:MAX_COMPILE_WARNINGS]), tools=tools_of(build),
+            log=scrub(sim.output, ctx), metrics=metrics,
+        )
+
+
+@hookimpl
+def register_validators(register: Register) -> None:
+    register(VerilatorLint)
+    register(VerilatorSim)

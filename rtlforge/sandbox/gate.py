@@ -1,0 +1,209 @@
+"""The static gate, run where a hostile input cannot hurt the host: bounded worker processes.
+
+The gate parses untrusted text with slang. Input built to blow up a macro expander (macros
+defining macros, deep nesting, millions of tokens) would otherwise cost the host process tens of
+seconds and gigabytes, and no ``--timeout`` would bound it. So every check runs in a worker
+process inside the same jail as the tools, under an address-space limit, with a wall-clock
+budget per request; a worker that runs out of either is killed and the input is refused as
+"too expensive to check" (``fail``/``security``), never a hang or a host OOM.
+
+Workers are long-lived (Python and pyslang load once, ~0.2 s) and pooled: a thread takes an
+idle worker or starts one, so a pipeline's worker threads check in parallel. A request is a
+length-prefixed JSON message; results for the same input are memoised (task files are the same
+for every candidate of a task).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import selectors
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+
+from rtlforge.core.errors import SandboxError, SecurityViolation
+from rtlforge.core.models import SourceFile
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from rtlforge.sandbox.runner import SandboxRunner
+
+log = structlog.get_logger("rtlforge.gate")
+
+#: What a file is to the gate: untrusted design text, task-provided testbench or support text
+#: (may use file I/O), a netlist a tool wrote (structural; read by sta, never simulated), or
+#: "trusted": a file no HDL tool reads, written as is: one rtlforge composes itself (a Tcl
+#: script, the cocotb driver) or a task's cocotb module, Python that only runs inside the jail.
+#: Text derived from untrusted input is never "trusted"; designs may not read such files.
+Role = Literal["design", "testbench", "netlist", "trusted"]
+
+#: A worker is replaced after this many requests (slang's allocations only grow).
+_MAX_REQUESTS = 2000
+_MEMO_SIZE = 4096
+_WORKER_CODE = "from rtlforge.sandbox._gate_worker import main; main()"
+
+
+class _Worker:
+    """One gate process in its own (empty) workspace."""
+
+    def __init__(self, runner: SandboxRunner, memory_mb: int) -> None:
+        from rtlforge.sandbox.runner import Limits
+
+        self._workspace = runner.workspace(prefix="rtlforge-gate-")
+        path = self._workspace.__enter__()
+        limits = Limits(timeout_s=3600, cpu_s=36000, address_space_mb=memory_mb,
+                        output_bytes=1 << 24)
+        try:
+            self.proc: subprocess.Popen[bytes] = runner.spawn(
+                [sys.executable, "-I", "-c", _WORKER_CODE], path, limits=limits,
+                merge_stderr=False)
+        except BaseException:
+            self._workspace.__exit__(None, None, None)
+            raise
+        self.requests = 0
+        hello = self._read(deadline=time.monotonic() + 60)
+        if hello is None or not hello.get("ready"):
+            self.close()
+            raise SandboxError("the gate's worker process did not start in the sandbox "
+                               f"(python {sys.executable}): {hello}")
+
+    def _read(self, deadline: float) -> dict[str, Any] | None:
+        """One framed reply, or None if the worker died or the deadline passed."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        buf = bytearray()
+        need = 4
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while len(buf) < need:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(timeout=remaining):
+                    if time.monotonic() >= deadline:
+                        return None
+                    continue
+                chunk = os.read(fd, max(65536, need - len(buf)))
+                if not chunk:
+                    return None
+                buf += chunk
+                if need == 4 and len(buf) >= 4:
+                    need = 4 + int.from_bytes(buf[:4], "big")
+        return json.loads(bytes(buf[4:need]))
+
+    def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        """The worker's reply, or None when it ran out of time or memory (it is then dead)."""
+        assert self.proc.stdin is not None
+        body = json.dumps(request).encode()
+        self.requests += 1
+        try:
+            self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
+            self.proc.stdin.flush()
+        except OSError:
+            return None
+        return self._read(time.monotonic() + timeout_s)
+
+    def close(self) -> None:
+        from rtlforge.sandbox.runner import SandboxRunner
+
+        SandboxRunner.kill(self.proc)
+        self._workspace.__exit__(None, None, None)
+
+
+class Gate:
+    """Checks files for a role, in pooled, bounded worker processes. Thread-safe."""
+
+    def __init__(self, runner: SandboxRunner, *, timeout_s: float = 10.0,
+                 memory_mb: int = 2048) -> None:
+        self.runner = runner
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._memo: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
+        self._closed = False
+
+    # ------------------------------------------------------------------ public checks
+
+    def check(self, files: Sequence[SourceFile], *, role: Role,
+              available: Collection[str] = ()) -> None:
+        """Raise :class:`SecurityViolation` if ``files`` are unsafe for ``role``."""
+        self._ask({"op": "check", "role": role, "available": sorted(set(available)),
+                   "files": [[f.name, f.content] for f in files]})
+
+    def contained(self, design: Sequence[SourceFile], testbench: Sequence[SourceFile],
+                  support: Sequence[SourceFile] = ()) -> None:
+        """Raise :class:`SecurityViolation` if the design names anything of the testbench's."""
+        self._ask({"op": "contain", "design": [[f.name, f.content] for f in design],
+                   "testbench": [[f.name, f.content] for f in testbench],
+                   "support": [[f.name, f.content] for f in support]})
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._closed = True
+        for worker in idle:
+            worker.close()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _borrow(self) -> _Worker:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _Worker(self.runner, self.memory_mb)
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            pooled = worker.requests < _MAX_REQUESTS and not self._closed
+            if pooled:
+                self._idle.append(worker)
+        if not pooled:
+            worker.close()
+
+    def _ask(self, request: dict[str, Any]) -> None:
+        key = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return _raise(self._memo[key])
+        worker = self._borrow()
+        start = time.monotonic()  # after a fresh worker's start-up, which is not the input's
+        try:
+            reply = worker.ask(request, self.timeout_s)
+        except BaseException:
+            worker.close()
+            raise
+        if reply is None:  # out of time or memory: the worker is dead or must be
+            worker.close()
+            seconds = time.monotonic() - start
+            why = (f"ran past its {self.timeout_s:g} s budget" if seconds >= self.timeout_s
+                   else f"ran out of memory ({self.memory_mb} MB) or crashed on this input")
+            log.warning("gate_budget_exceeded", why=why)
+            first = request.get("files") or request.get("design") or [["?", ""]]
+            raise SecurityViolation(f"too expensive to check: the security check {why}",
+                                    file=first[0][0], line=None, construct="gate budget")
+        self._give_back(worker)
+        if "error" in reply:
+            raise SandboxError(f"the security check crashed: {reply['error']}")
+        verdict = reply.get("violation")
+        with self._lock:
+            self._memo[key] = verdict
+            while len(self._memo) > _MEMO_SIZE:
+                self._memo.popitem(last=False)
+        _raise(verdict)
+
+
+def _raise(violation: dict[str, Any] | None) -> None:
+    if violation is not None:
+        raise SecurityViolation(violation["message"], file=violation.get("file"),
+                                line=violation.get("line"), construct=violation.get("construct"),
+                                source_line=violation.get("source_line"),
+                                hint=violation.get("hint"))
+

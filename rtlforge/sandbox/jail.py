@@ -1,0 +1,164 @@
+"""What a tool run may see, write and outlive: a bubblewrap jail per run.
+
+The static gate (:mod:`rtlforge.sandbox.security`) judges a model of the input; the tools execute
+the real thing, and a policy searching for reward will find any place where the two differ. So
+the jail has to hold on its own, with the gate switched off. Each run is started as
+``bwrap <jail> -- tool ...`` and gets:
+
+- fresh user, mount, PID, network, IPC, UTS and cgroup namespaces (``--unshare-all``): no
+  network, no view of the host's processes, nothing to signal outside;
+- uid/gid 65534 inside with every capability dropped (``--cap-drop ALL``);
+- a root that is an empty tmpfs holding only read-only binds of ``/usr`` (and the merged-/usr
+  links), the few ``/etc`` files the dynamic linker and compilers read, the Python runtime
+  (cocotb and the gate's worker need it), what the caller names read-only (a liberty file), and
+  the run directory itself, read-write, at its own path (the root itself is remounted
+  read-only). The host's home, ``/tmp``, other run
+  directories and the project tree are simply not there; ``/tmp``, ``/dev`` and ``/proc`` are
+  private;
+- ``--die-with-parent`` and a PID namespace: when the launcher is killed (timeout, output flood,
+  caller gone) the namespace's init dies and the kernel kills every descendant, ``setsid`` or
+  double-forked daemons included.
+
+Rlimits (CPU, address space, file size, process count) are applied by the launcher before
+``bwrap`` starts and are inherited. Starting a jail costs about 2-5 ms.
+
+On a root host the uid inside maps to root outside (bubblewrap maps the caller's uid); the
+process still has no capability and sees only what is bound above, which is what keeps the host
+safe. Where namespaces are not available, :class:`Jail` cannot be built and the runner refuses
+to run untrusted input unless the user opts out explicitly (``RTLFORGE_SANDBOX=none``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtlforge.core.errors import IsolationUnavailableError
+
+#: Environment variable choosing the isolation: ``bwrap`` (default) or ``none`` (opt-out).
+ISOLATION_ENV = "RTLFORGE_SANDBOX"
+ISOLATION_KINDS = ("bwrap", "none")
+
+#: The uid/gid tools run as inside the jail ("nobody").
+JAIL_UID = 65534
+
+#: Top-level system paths: bound read-only, or recreated as the symlinks they are on the host.
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+#: Files under /etc that the dynamic linker, g++ (via alternatives) and perl read.
+_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
+
+
+def isolation_choice(explicit: str | None) -> str:
+    """The isolation asked for: the argument, else ``$RTLFORGE_SANDBOX``, else ``bwrap``."""
+    choice = explicit or os.environ.get(ISOLATION_ENV) or "bwrap"
+    if choice not in ISOLATION_KINDS:
+        raise ValueError(f"isolation must be one of {ISOLATION_KINDS}, not {choice!r} "
+                         f"(from {'the argument' if explicit else ISOLATION_ENV})")
+    return choice
+
+
+def _python_roots() -> list[Path]:
+    """Directories a sandboxed Python needs: the venv, the base install, rtlforge itself."""
+    import rtlforge
+
+    roots = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    roots.add(Path(os.path.realpath(sys.executable)).parent.parent)
+    roots.add(Path(rtlforge.__file__).resolve().parent)
+    return sorted(roots)
+
+
+def _covered(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == r or r in path.parents for r in roots)
+
+
+@dataclass(frozen=True)
+class Jail:
+    """The bubblewrap argv prefix for one run directory. Immutable; build once per runner."""
+
+    bwrap: str
+    base: tuple[str, ...]
+    roots: tuple[Path, ...]  # what is visible read-only (besides the run directory)
+    #: The Python runtime (venv, base install, rtlforge), bound only for runs that start
+    #: Python (cocotb, the gate's worker): every bind costs a little on every start.
+    python: tuple[Path, ...] = ()
+
+    @classmethod
+    def discover(cls, extra_ro: Sequence[str | Path] = ()) -> Jail:
+        """Find bubblewrap and prove it can isolate here; raise IsolationUnavailableError."""
+        bwrap = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin")
+        if bwrap is None:
+            raise IsolationUnavailableError(
+                "bubblewrap ('bwrap') is not installed, so tool runs cannot be isolated and "
+                "untrusted Verilog is refused. Install it (`apt-get install bubblewrap`), or "
+                f"opt out explicitly with {ISOLATION_ENV}=none (unsafe).")
+        base = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--uid", str(JAIL_UID), "--gid", str(JAIL_UID)]
+        roots: list[Path] = []
+        for path in _SYSTEM_DIRS:
+            if os.path.islink(path):
+                base += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                base += ["--ro-bind", path, path]
+                roots.append(Path(path))
+        for path in _ETC:
+            if os.path.exists(path):
+                base += ["--ro-bind", path, path]
+                roots.append(Path(path))
+        extra = [Path(p).resolve() for p in extra_ro]
+        if os.environ.get("VERILATOR_ROOT"):
+            extra.append(Path(os.environ["VERILATOR_ROOT"]).resolve())
+        for path in extra:
+            if path.exists() and not _covered(path, roots):
+                base += ["--ro-bind", str(path), str(path)]
+                roots.append(path)
+        base += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        jail = cls(bwrap=bwrap, base=tuple(base), roots=tuple(roots),
+                   python=tuple(p for p in _python_roots() if not _covered(p, roots)))
+        jail.probe()
+        return jail
+
+    def argv(self, run_dir: Path, ro_paths: Sequence[str | Path] = (), *,
+             python: bool = False) -> list[str]:
+        """``bwrap ... --`` for a run in ``run_dir``; ``ro_paths`` are bound read-only too, and
+        the Python runtime with ``python``."""
+        run = str(run_dir)
+        out = [self.bwrap, *self.base]
+        for path in (*(self.python if python else ()), *ro_paths):
+            real = Path(path).resolve()
+            if not _covered(real, self.roots):
+                out += ["--ro-bind", str(real), str(real)]
+        out += ["--bind", run, run, "--remount-ro", "/", "--chdir", run, "--setenv", "HOME",
+                run, "--setenv", "TMPDIR", "/tmp", "--"]
+        return out
+
+    def visible(self, path: str | Path) -> bool:
+        """Whether a host path is visible (read-only) inside every jail."""
+        return _covered(Path(path).resolve(), self.roots)
+
+    def starts_python(self, exe: str | Path) -> bool:
+        """Whether ``exe`` is (a link to) the Python interpreter of this process."""
+        return Path(os.path.realpath(exe)) == Path(os.path.realpath(sys.executable)) or \
+            Path(exe).name.startswith("python")
+
+    def probe(self) -> None:
+        """Run ``true`` in a jail; raise IsolationUnavailableError with bwrap's words if not."""
+        with tempfile.TemporaryDirectory(prefix="rtlforge-probe-") as tmp:
+            try:
+                proc = subprocess.run([*self.argv(Path(tmp)), "/bin/true"], capture_output=True,
+                                      text=True, timeout=20, stdin=subprocess.DEVNULL,
+                                      check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise IsolationUnavailableError(f"bubblewrap cannot start: {exc}") from exc
+        if proc.returncode != 0:
+            raise IsolationUnavailableError(
+                f"bubblewrap cannot isolate tool runs on this platform ({proc.stderr.strip()}); "
+                "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, "
+                "or a container without them). Untrusted Verilog is refused. Run inside a "
+                f"VM/container that allows them, or opt out explicitly with {ISOLATION_ENV}=none "
+                "(unsafe).")

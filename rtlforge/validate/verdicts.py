@@ -1,0 +1,259 @@
+"""Read a testbench's verdict from simulation output in a way the design cannot forge.
+
+The design under test runs in the same simulator process as the testbench, so it can ``$display``
+"Your Design Passed" as easily as the testbench can. :func:`instrument_testbench` therefore
+wraps what every ``$display/$write/$strobe/$monitor`` of the *testbench* prints between two
+markers holding a per-run secret nonce, and :func:`judge` reads verdicts only from the text
+between them. The design never sees the nonce: it is generated per run and only written into
+the testbench, which the gate does not let a design open or include.
+
+Because each print is bracketed on both sides, output of the design cannot splice into a
+testbench line either: text the design prints without a newline before or after a testbench
+line stays outside the markers and is dropped, so the testbench's failure line keeps its words.
+
+Limitations (deliberate, documented rather than half-solved):
+
+- ``$fdisplay``/``$fwrite`` (even to stdout) and ``$error``/``$fatal`` messages carry no marker,
+  so with a nonce they are not read; testbenches must report through ``$display`` & co.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from rtlforge.core.models import Feedback, PassRule, Verdict
+from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
+
+_NO_FILES: Mapping[str, str] = MappingProxyType({})
+_NONCE_OK = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+
+#: How many failing testbench lines go into the sim_mismatch feedback.
+MAX_REPORTED_LINES = 5
+
+
+def new_nonce() -> str:
+    """A fresh unguessable token; use one per simulation run."""
+    return secrets.token_hex(12)
+
+
+def marker(nonce: str) -> str:
+    """What each instrumented testbench print starts with (ASCII, no ``%`` or ``\\``)."""
+    if not _NONCE_OK.match(nonce):
+        raise ValueError("a nonce is 8-64 characters of [A-Za-z0-9_-]")
+    return f"@@rtlf:{nonce}@@"
+
+
+def end_marker(nonce: str) -> str:
+    """What each instrumented testbench print ends with (before ``$display``'s newline)."""
+    return f"@@/rtlf:{marker(nonce)[7:-2]}@@"
+
+
+#: Comments and string literals are matched as whole tokens so nothing inside them is rewritten.
+_TB_TOKENS = re.compile(
+    r"""(?P<comment>//[^\n]*|/\*.*?\*/)
+      | (?P<string>"(?:\\.|[^"\\\n])*")
+      | (?<![\w$])(?P<task>\$(?:display|write|strobe|monitor)[bho]?)(?![\w$])""",
+    re.DOTALL | re.VERBOSE,
+)
+#: Inside an argument list: what to skip whole, and the brackets to count.
+_ARG_TOKENS = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|[()\[\]{}]""", re.DOTALL)
+_SPACE = re.compile(r"\s*")
+
+
+def _skip_space(source: str, pos: int) -> int:
+    match = _SPACE.match(source, pos)
+    return match.end() if match else pos
+
+
+def _closing_paren(source: str, open_pos: int) -> int:
+    """Index of the ``)`` closing the ``(`` at ``open_pos``, or -1."""
+    depth = 0
+    for match in _ARG_TOKENS.finditer(source, open_pos):
+        tok = match.group()
+        if tok in "([{":
+            depth += 1
+        elif tok in ")]}":
+            depth -= 1
+            if depth == 0:
+                return match.start()
+    return -1
+
+
+def instrument_testbench(source: str, nonce: str) -> str:
+    """Bracket what every ``$display/$write/$strobe/$monitor`` (b/h/o forms too) prints.
+
+    The start marker becomes the first argument and the end marker the last: string arguments
+    without format specifiers print verbatim, and the original arguments sit unchanged between
+    them. ``$display;`` and ``$display()`` become ``$display("<start>", "<end>")``.
+    """
+    start, end = f'"{marker(nonce)}"', f'"{end_marker(nonce)}"'
+    out: list[str] = []
+    pos = 0
+    for match in _TB_TOKENS.finditer(source):
+        if match["task"] is None or match.start() < pos:
+            continue
+        after = _skip_space(source, match.end())
+        close = _closing_paren(source, after) if source[after:after + 1] == "(" else -1
+        if close < 0:
+            out.append(source[pos:match.end()])
+            out.append(f"({start}, {end})")
+            pos = match.end()
+            continue
+        inner = source[after + 1:close]
+        out.append(source[pos:after + 1])
+        out.append(f"{start}, {end}" if not inner.strip() else f"{start}, {inner}, {end}")
+        pos = close
+    out.append(source[pos:])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the simulation output says about the design, and why."""
+
+    verdict: Verdict
+    reason: str
+    feedback: tuple[Feedback, ...] = ()
+
+
+# ---------------------------------------------------------------- recognised verdict formats
+
+#: VerilogEval: "Mismatches: 3 in 100 samples".
+_MISMATCHES = re.compile(r"\bMismatches:\s*(\d+)\s+in\s+(\d+)\s+samples\b", re.IGNORECASE)
+#: VerilogEval prints TIMEOUT when its watchdog stops the run; the sample count is then partial.
+_TIMEOUT = re.compile(r"\bTIMEOUT\b")
+_DESIGN_PASSED = re.compile(
+    r"\bYour\s+Design\s+Passed\b|^\W*(?:all\s+)?tests?\s+passed\W*$", re.IGNORECASE)
+_STATUS = re.compile(r"\bSTATUS\s*:\s*(PASS|FAIL)(?:ED)?\b", re.IGNORECASE)
+_TESTS_PASSED = re.compile(r"\b(\d+)\s*/\s*(\d+)\s+tests?\s+passed\b", re.IGNORECASE)
+#: "Test completed with 3 /100 failures", "2 errors", "5 mismatches". Not "N failed": that
+#: reads as an index too often ("Test 0 failed").
+_COUNT_BEFORE = re.compile(
+    r"\b(\d+)\s*(?:/\s*\d+\s*)?(?:failures?|errors?|mismatch(?:es)?)\b", re.IGNORECASE)
+#: "Errors: 0", "failures = 3".
+_COUNT_AFTER = re.compile(r"\b(?:failures?|errors?|mismatches)\s*[:=]\s*(\d+)\b", re.IGNORECASE)
+#: "no errors", "without failures": not a failure.
+_NEGATED = re.compile(r"\b(?:no|without|zero)\s+(?:errors?|failures?|mismatch(?:es)?)\b",
+                      re.IGNORECASE)
+_FAIL_WORD = re.compile(r"\b(?:errors?|fail(?:s|ed|ure|ures|ing)?)\b", re.IGNORECASE)
+#: An Icarus "sorry:" line (compile or runtime): the tool could not do what was written.
+_SORRY = re.compile(r"^(?:[^:\s][^:]*:\d+:\s*)?(?:vvp\.tgt\s+)?sorry:", re.IGNORECASE)
+
+
+def _line_signals(line: str) -> list[bool]:
+    """Verdict signals in one testbench line: True = pass, False = fail; [] = says nothing."""
+    found: list[bool] = []
+    for m in _MISMATCHES.finditer(line):
+        found.append(int(m[1]) == 0)
+    if _TIMEOUT.search(line):
+        found.append(False)
+    if _DESIGN_PASSED.search(line):
+        found.append(True)
+    for m in _STATUS.finditer(line):
+        found.append(m[1].upper() == "PASS")
+    for m in _TESTS_PASSED.finditer(line):
+        found.append(int(m[1]) == int(m[2]))
+    if found:
+        return found
+    rest = _NEGATED.sub(" ", line)
+    for m in _COUNT_BEFORE.finditer(rest):
+        found.append(int(m[1]) == 0)
+    for m in _COUNT_AFTER.finditer(rest):
+        found.append(int(m[1]) == 0)
+    if found:
+        return found
+    if _FAIL_WORD.search(rest):
+        return [False]
+    return []
+
+
+def testbench_lines(output: str, nonce: str | None) -> list[str]:
+    """The lines the testbench printed (text between the markers); all lines without a nonce.
+
+    A print whose end marker never came (the run was cut off) counts up to its line's end.
+    """
+    if nonce is None:
+        return output.splitlines()
+    start, end = marker(nonce), end_marker(nonce)
+    parts: list[str] = []
+    pos = 0
+    while (i := output.find(start, pos)) >= 0:
+        body = i + len(start)
+        k = output.find(start, body)
+        j = output.find(end, body, k if k >= 0 else len(output))
+        if j < 0:
+            stop = output.find("\n", body)
+            parts.append(output[body:stop if stop >= 0 else len(output)] + "\n")
+            pos = body
+            continue
+        after = j + len(end)
+        parts.append(output[body:j] + ("\n" if output.startswith("\n", after) else ""))
+        pos = after
+    return "".join(parts).splitlines()
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _fail(reason: str, lines: list[str], stage: str, files: Mapping[str, str],
+          category: str = "sim_mismatch") -> Judgement:
+    shown = [line.strip() for line in lines[:MAX_REPORTED_LINES]]
+    message = reason + (":\n" + "\n".join(shown) if shown else "")
+    return Judgement(Verdict.FAIL, reason,
+                     (make_feedback(category, message, stage=stage, files=files),))
+
+
+def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simulate",
+          files: Mapping[str, str] = _NO_FILES) -> Judgement:
+    """Decide PASS/FAIL/ERROR from simulator output under ``rule``.
+
+    With a nonce only marker-prefixed lines count, so the design's own prints are ignored.
+    Anything ambiguous fails: conflicting signals, or no recognisable verdict at all.
+    """
+    all_lines = output.splitlines()
+    tag = marker(nonce) if nonce is not None else None
+    sorry = [line for line in all_lines
+             if (tag is None or tag not in line) and _SORRY.match(line)
+             and not is_benign_sorry(line)]
+    if sorry:
+        feedback = parse_iverilog("\n".join(sorry), stage=stage, files=files)
+        return Judgement(Verdict.ERROR, "the simulator does not support a construct used",
+                         tuple(feedback))
+    lines = testbench_lines(output, nonce)
+
+    if rule.kind == "regex":
+        if rule.pass_regex is None:
+            return _fail("regex pass rule has no pass_regex", [], stage, files, "no_verdict")
+        if rule.fail_regex is not None:
+            fail_re = _compiled(rule.fail_regex)
+            failing = [line for line in lines if fail_re.search(line)]
+            if failing:
+                return _fail("the testbench reported a failure", failing, stage, files)
+        pass_re = _compiled(rule.pass_regex)
+        if any(pass_re.search(line) for line in lines):
+            return Judgement(Verdict.PASS, "the testbench reported a pass")
+        return _fail("no testbench line matched the pass pattern", lines[-MAX_REPORTED_LINES:],
+                     stage, files, "no_verdict")
+
+    passes = 0
+    failing: list[str] = []
+    for line in lines:
+        signals = _line_signals(line)
+        passes += sum(signals)
+        if not all(signals):
+            failing.append(line)
+    if failing:
+        reason = ("conflicting verdicts: the testbench reported both pass and failure" if passes
+                  else "the testbench reported a failure")
+        return _fail(reason, failing, stage, files)
+    if passes:
+        return Judgement(Verdict.PASS, "the testbench reported a pass")
+    return _fail("the testbench printed no recognisable verdict", lines[-MAX_REPORTED_LINES:],
+                 stage, files, "no_verdict")
