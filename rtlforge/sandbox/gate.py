@@ -24,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
@@ -48,7 +49,19 @@ Role = Literal["design", "testbench", "netlist", "trusted"]
 #: A worker is replaced after this many requests (slang's allocations only grow).
 _MAX_REQUESTS = 2000
 _MEMO_SIZE = 4096
-_WORKER_CODE = "from rtlforge.sandbox._gate_worker import main; main()"
+_WORKER_CODE = ("import sys; sys.path.insert(0, {root!r}); "
+                "from rtlforge.sandbox._gate_worker import main; main()")
+
+
+def _worker_code() -> str:
+    """The worker imports the rtlforge this process runs, not whichever the interpreter finds.
+
+    ``-I`` ignores ``PYTHONPATH``, so a checkout used through it (or a second worktree) would
+    otherwise start a worker from another copy, or from none the jail can see.
+    """
+    import rtlforge
+
+    return _WORKER_CODE.format(root=str(Path(rtlforge.__file__).resolve().parent.parent))
 
 
 class _Worker:
@@ -63,7 +76,7 @@ class _Worker:
                         output_bytes=1 << 24)
         try:
             self.proc: subprocess.Popen[bytes] = runner.spawn(
-                [sys.executable, "-I", "-c", _WORKER_CODE], path, limits=limits,
+                [sys.executable, "-I", "-c", _worker_code()], path, limits=limits,
                 merge_stderr=False)
         except BaseException:
             self._workspace.__exit__(None, None, None)
