@@ -10,29 +10,50 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import structlog
 
 from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.log import ROOT_LOGGER
 from rtlforge.core.models import Candidate, SourceFile, Task, ValidationReport, Verdict
 
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
+
+#: Exit codes of every command, plugin commands included (see the module docstring).
 EXIT_OK, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+_HOST_KEY = "rtlforge.host"
 
 
 def _configure_logging(verbose: int) -> None:
-    level = logging.WARNING - 10 * min(verbose, 2)
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-    )
+    """Library events go to stderr at WARNING, INFO with -v, DEBUG with -vv; stdout is results."""
+    logger = logging.getLogger(ROOT_LOGGER)
+    if not any(getattr(h, "_rtlforge_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._rtlforge_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING - 10 * min(verbose, 2))
 
 
-def _host() -> Any:
+def current_host() -> PluginHost:
+    """The one plugin host of this CLI invocation, shared by built-in and plugin commands.
+
+    It lives on the root click context, so the allow/block lists read when it is created hold
+    for every command, and plugins are loaded once per invocation. Outside a click context (a
+    command's function called directly) it is a fresh host.
+    """
     from rtlforge.core.plugins import PluginHost
 
-    return PluginHost()
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return PluginHost()
+    root = ctx.find_root()
+    host = root.meta.get(_HOST_KEY)
+    if host is None:
+        host = root.meta[_HOST_KEY] = PluginHost()
+    return host
 
 
 def _source(path: Path) -> SourceFile:
@@ -73,13 +94,17 @@ class _Group(click.Group):
     def _load_plugin_commands(self) -> None:
         if not self._plugins_loaded:
             self._plugins_loaded = True
-            if not structlog.is_configured():
-                # Command lookup runs before the group callback: keep stdout for results.
+            if logging.getLogger(ROOT_LOGGER).level == logging.NOTSET:
+                # Command lookup runs before the group callback: warnings only until -v is read.
                 _configure_logging(0)
-            try:
-                _host().pm.hook.register_commands(cli=self)
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the CLI
-                click.echo(f"warning: a plugin failed to add commands: {exc}", err=True)
+            # One plugin at a time, like the other hooks: a plugin that raises here loses its
+            # own commands, not every later plugin's (pluggy would stop the whole loop).
+            for impl in current_host().pm.hook.register_commands.get_hookimpls():
+                try:
+                    impl.function(cli=self)
+                except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the CLI
+                    click.echo(f"warning: plugin {impl.plugin_name!r} failed to add commands: "
+                               f"{type(exc).__name__}: {exc}", err=True)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_plugin_commands()
@@ -154,7 +179,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
             support=tuple(_source(p) for p in support),
         )
         candidate = Candidate(files=tuple(files))
-        pipeline = Pipeline.build(_host(), simulator=simulator, synth=synth,
+        pipeline = Pipeline.build(current_host(), simulator=simulator, synth=synth,
                                   simulate=testbench is not None, timeout=timeout)
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
@@ -170,7 +195,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def plugins(as_json: bool) -> None:
     """List plugins, their versions and what they register."""
-    infos = _host().describe()
+    infos = current_host().describe()
     if as_json:
         click.echo(json.dumps({"plugins": [
             {"name": i.name, "version": i.version, "distribution": i.distribution,
@@ -233,7 +258,7 @@ def doctor(as_json: bool) -> None:
     sys.exit(EXIT_OK if ok else EXIT_INFRA)
 
 
-def _load_task_map(root: Path, fmt: str) -> dict[str, Task]:
+def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
     import rtlforge.tasks.loader as taskio
     if fmt == "auto":
         fmt = "suite" if any(root.rglob("task.toml")) else "rtllm"
@@ -339,14 +364,14 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     aliased: list[dict[str, Any]] = []
     try:
         k_values = sorted({int(k) for k in ks.split(",") if k.strip()})
-        task_map = _load_task_map(tasks_dir, fmt)
+        task_map = load_task_map(tasks_dir, fmt)
         samples = list(taskio.load_samples(samples_path)) if samples_path else []
         for name, folder in dirs:
             loaded = load_llm_outputs(folder, task_map, method=name)
             samples += loaded.samples
             unmatched += [{"method": name, **f.model_dump()} for f in loaded.unmatched]
             aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
-        host = _host()
+        host = current_host()
         pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout)
         ppa_estimator = (host.create("ppa_estimator", estimator,
                                      **({"liberty": str(liberty)} if liberty else {}))

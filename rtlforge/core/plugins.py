@@ -19,13 +19,13 @@ from importlib import metadata
 from typing import Any
 
 import pluggy
-import structlog
 
 from rtlforge.core import hookspecs
 from rtlforge.core.errors import PluginError
 from rtlforge.core.interfaces import PLUGIN_KINDS
+from rtlforge.core.log import get_logger
 
-log = structlog.get_logger("rtlforge.plugins")
+log = get_logger("rtlforge.plugins")
 
 ENTRY_POINT_GROUP = "rtlforge"
 

@@ -93,7 +93,7 @@ def register_commands(cli: Any) -> None:
                  template: str, samples: int, temperature: float, max_tokens: int,
                  as_json: bool) -> None:
         """Sample candidates for one spec or task and print the extracted Verilog."""
-        from rtlforge.cli import _host
+        from rtlforge.cli import EXIT_INFRA, current_host
         from rtlforge.core.errors import ExtractionError, RtlforgeError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.generation.extract import extract_verilog
@@ -109,13 +109,13 @@ def register_commands(cli: Any) -> None:
             request = load_template(template).request(task)
         except (RtlforgeError, ValueError, UnicodeDecodeError) as exc:
             raise click.UsageError(str(exc)) from exc
-        gen = _generator(_host(), generator_name, options)
+        gen = _generator(current_host(), generator_name, options)
         params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
         try:
             outputs = gen.generate([request], params)
         except RtlforgeError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(3)
+            sys.exit(EXIT_INFRA)
         candidates = []
         for g in outputs[0] if outputs else []:
             if g.candidate is not None:
@@ -192,7 +192,7 @@ def register_commands(cli: Any) -> None:
                 baseline: str | None, workers: int | None, simulator: str, timeout: float,
                 as_json: bool) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
-        from rtlforge.cli import EXIT_INFRA, _host, _load_task_map
+        from rtlforge.cli import EXIT_INFRA, current_host, load_task_map
         from rtlforge.core.errors import RtlforgeError, ToolMissingError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.explore.engine import Explorer, Method
@@ -213,9 +213,9 @@ def register_commands(cli: Any) -> None:
             pairs.append((generator_name, generator_name, template))
         elif generator_name is not None:
             raise click.UsageError("use either --generator or --method, not both")
-        host = _host()
+        host = current_host()
         try:
-            task_map = _load_task_map(tasks_dir, "auto")
+            task_map = load_task_map(tasks_dir, "auto")
             if task_ids:
                 missing = sorted(set(task_ids) - set(task_map))
                 if missing:

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import structlog
 
 from rtlforge.core.errors import ExtractionError
 from rtlforge.core.executor import Executor, ThreadExecutor
@@ -51,6 +50,7 @@ from rtlforge.core.interfaces import (
     PPAEstimator,
     SamplingParams,
 )
+from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
 from rtlforge.evaluation.evaluate import (
     DetailedEval,
@@ -78,7 +78,7 @@ __all__ = [
     "parse_request_id",
 ]
 
-log = structlog.get_logger("rtlforge.explore")
+log = get_logger("rtlforge.explore")
 
 HistoryPolicy = Literal["passing-only", "all", "front"]
 HISTORY_POLICIES: tuple[str, ...] = ("passing-only", "all", "front")

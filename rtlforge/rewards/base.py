@@ -36,19 +36,19 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core.errors import ExtractionError, SandboxError, TaskFormatError, ToolMissingError
 from rtlforge.core.executor import Executor
 from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
+from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
 from rtlforge.evaluation.evaluate import candidate_from_completion
 from rtlforge.pareto.hypervolume import EPS, objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
 
-log = structlog.get_logger("rtlforge.rewards")
+log = get_logger("rtlforge.rewards")
 
 GuardPolicy = Literal["flag", "zero", "abstain"]
 TaskSource = Mapping[str, Task] | Sequence[Task] | str | Path | Callable[[str], Task]

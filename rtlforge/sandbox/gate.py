@@ -27,9 +27,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import structlog
-
 from rtlforge.core.errors import SandboxError, SecurityViolation
+from rtlforge.core.log import get_logger
 from rtlforge.core.models import SourceFile
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 
     from rtlforge.sandbox.runner import SandboxRunner
 
-log = structlog.get_logger("rtlforge.gate")
+log = get_logger("rtlforge.gate")
 
 #: What a file is to the gate: untrusted design text, task-provided testbench or support text
 #: (may use file I/O), a netlist a tool wrote (structural; read by sta, never simulated), or

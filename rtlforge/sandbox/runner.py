@@ -45,7 +45,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.errors import (
@@ -55,6 +54,7 @@ from rtlforge.core.errors import (
     SecurityViolation,
     ToolMissingError,
 )
+from rtlforge.core.log import get_logger
 from rtlforge.core.models import SourceFile, ToolInfo
 from rtlforge.sandbox._spawner import (
     NotSpawnable,
@@ -68,7 +68,7 @@ from rtlforge.sandbox.jail import ISOLATION_ENV, Jail, isolation_choice
 if TYPE_CHECKING:
     from rtlforge.sandbox.gate import Gate, Role
 
-log = structlog.get_logger("rtlforge.runner")
+log = get_logger("rtlforge.runner")
 
 #: How to install each tool we know about, for the infra_error message.
 INSTALL_HINTS: dict[str, str] = {

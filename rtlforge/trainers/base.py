@@ -38,17 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import structlog
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.log import get_logger
 
 if TYPE_CHECKING:
     from rtlforge.core.interfaces import Reward, Trainer
     from rtlforge.core.plugins import PluginHost
 
-log = structlog.get_logger("rtlforge.trainers")
+log = get_logger("rtlforge.trainers")
 
 __all__ = [
     "CHECKPOINT_FILE",

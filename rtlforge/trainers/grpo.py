@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rtlforge.core.interfaces import Trainer
+from rtlforge.core.log import get_logger
 from rtlforge.rewards.adapters import RewardSpec, TRLReward
 from rtlforge.rewards.base import completion_text
 from rtlforge.trainers.base import (
@@ -68,7 +68,7 @@ from rtlforge.trainers.datasets import (
     reconstruct,
 )
 
-log = structlog.get_logger("rtlforge.trainers.grpo")
+log = get_logger("rtlforge.trainers.grpo")
 
 __all__ = ["PRESETS", "ChoiceSpec", "GRPOConfig", "GRPOTrainer", "Preset", "RolloutReward",
            "group_stats"]

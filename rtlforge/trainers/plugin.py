@@ -21,7 +21,6 @@ TRAINERS: tuple[tuple[str, str], ...] = (
     ("rtlforge.trainers.ppo", "PPOTrainer"),
 )
 
-EXIT_OK, EXIT_CONFIG, EXIT_INFRA = 0, 2, 3
 
 
 def _import_trainer(module: str, cls: str) -> type | None:
@@ -44,9 +43,9 @@ def register_trainers(register: Register) -> None:
 
 def _host_with_trainers() -> Any:
     """A host that knows the trainers even before the entry point is installed."""
-    from rtlforge.core.plugins import PluginHost
+    from rtlforge.cli import current_host
 
-    host = PluginHost()
+    host = current_host()
     this = sys.modules[__name__]
     if not host.pm.is_registered(this) and "sft" not in host.names("trainer"):
         host.add_plugin(this, name="rtlforge-trainers")
@@ -71,6 +70,7 @@ def register_commands(cli: Any) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+        from rtlforge.cli import EXIT_INFRA, EXIT_OK, EXIT_USAGE
         from rtlforge.core.errors import PluginError, RtlforgeError
         from rtlforge.trainers import base
 
@@ -83,7 +83,7 @@ def register_commands(cli: Any) -> None:
             cls = host.get("trainer", config.trainer)
         except (base.TrainerConfigError, PluginError) as exc:
             err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
-            sys.exit(EXIT_CONFIG)
+            sys.exit(EXIT_USAGE)
 
         with Progress("[progress.description]{task.description}", BarColumn(),
                       MofNCompleteColumn(), TimeElapsedColumn(),
@@ -103,7 +103,7 @@ def register_commands(cli: Any) -> None:
                 summary = trainer.train()
             except base.TrainerConfigError as exc:
                 err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
-                sys.exit(EXIT_CONFIG)
+                sys.exit(EXIT_USAGE)
             except (RtlforgeError, OSError, ImportError) as exc:
                 err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
                 sys.exit(EXIT_INFRA)

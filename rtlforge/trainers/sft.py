@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import structlog
 from pydantic import Field
 
 from rtlforge.core.errors import ExtractionError, RtlforgeError
 from rtlforge.core.interfaces import Trainer
+from rtlforge.core.log import get_logger
 from rtlforge.trainers.base import (
     StrictModel,
     TrainerConfig,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
     from rtlforge.trainers.base import ProgressCallback
 
-log = structlog.get_logger("rtlforge.trainers.sft")
+log = get_logger("rtlforge.trainers.sft")
 
 DEFAULT_EXTENSIONS = (".v", ".sv", ".vh", ".svh", ".c", ".h")
 

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from rtlforge.core.errors import (
     InvalidSourceError,
     SandboxError,
@@ -27,6 +25,7 @@ from rtlforge.core.errors import (
 )
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.interfaces import ValidationContext, Validator
+from rtlforge.core.log import get_logger
 from rtlforge.core.models import (
     Candidate,
     Feedback,
@@ -41,7 +40,7 @@ from rtlforge.sandbox.runner import SandboxRunner, find_tool
 from rtlforge.validate.cache import MemoryCache, ResultCache
 from rtlforge.validate.verdicts import instrument_testbench, new_nonce
 
-log = structlog.get_logger("rtlforge.pipeline")
+log = get_logger("rtlforge.pipeline")
 
 #: Order of well-known stages; custom stages run last, in registration order.
 STAGE_ORDER = {"lint": 10, "simulate": 20, "synth": 30, "custom": 40}

@@ -322,7 +322,7 @@ def _plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     import rtlforge.plugins.generators.replay as gen_replay
     from rtlforge.core.plugins import PluginHost
     explore_plugin.register_commands(cli)
-    base = cli_module._host
+    base = cli_module.current_host
 
     def host() -> PluginHost:
         h = base()
@@ -330,7 +330,7 @@ def _plugins(monkeypatch: pytest.MonkeyPatch) -> None:
             h.add_plugin(gen_replay, name="replay")
         return h
 
-    monkeypatch.setattr(cli_module, "_host", host)
+    monkeypatch.setattr(cli_module, "current_host", host)
 
 
 def _json_out(result: Any) -> dict[str, Any]:

@@ -713,6 +713,7 @@ def register_commands(cli: Any) -> None:
         import json
         import sys
 
+        from rtlforge.cli import EXIT_INFRA, EXIT_NOT_PASSED
         from rtlforge.core.errors import SandboxError
         from rtlforge.core.models import SourceFile
         from rtlforge.eda.liberty import LibertyError
@@ -732,7 +733,7 @@ def register_commands(cli: Any) -> None:
                                   clock=clock, period_ns=period)
         except (ToolMissingError, SandboxError) as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(3)
+            sys.exit(EXIT_INFRA)
         except PPAError as exc:
             if as_json:
                 click.echo(json.dumps({"error": str(exc), "stage": exc.stage}))
@@ -740,7 +741,7 @@ def register_commands(cli: Any) -> None:
                 click.echo(f"error: {exc}", err=True)
                 if exc.log:
                     click.echo(exc.log[-2000:], err=True)
-            sys.exit(1)
+            sys.exit(EXIT_NOT_PASSED)
         summary = {
             "area_um2": result.area_um2, "delay_ns": result.delay_ns,
             "power_mw": result.power_mw, "cells": result.cells, "liberty": result.liberty,

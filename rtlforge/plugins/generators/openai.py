@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-import structlog
-
 from rtlforge import __version__
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import (
@@ -36,6 +34,7 @@ from rtlforge.core.interfaces import (
     GenerationRequest,
     SamplingParams,
 )
+from rtlforge.core.log import get_logger
 from rtlforge.generation.base import (
     CancelToken,
     ConcurrencyLimiter,
@@ -53,7 +52,7 @@ from rtlforge.generation.base import (
     parse_retry_after,
 )
 
-log = structlog.get_logger("rtlforge.generators.openai")
+log = get_logger("rtlforge.generators.openai")
 
 Mode = Literal["chat", "completions"]
 NMode = Literal["auto", "native", "separate"]

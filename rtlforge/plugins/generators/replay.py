@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import structlog
-
 from rtlforge.core.errors import TaskFormatError
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import (
@@ -28,12 +26,13 @@ from rtlforge.core.interfaces import (
     GenerationRequest,
     SamplingParams,
 )
+from rtlforge.core.log import get_logger
 from rtlforge.core.models import Task
 from rtlforge.evaluation.samples import MatchedFile, load_llm_outputs
 from rtlforge.generation.base import ScopedGenerator, make_generation
 from rtlforge.tasks.loader import load_rtllm, load_samples
 
-log = structlog.get_logger("rtlforge.generators.replay")
+log = get_logger("rtlforge.generators.replay")
 
 _TRIAL_DIR = re.compile(r"t\d+")
 _VERILOG_SUFFIXES = (".v", ".sv")

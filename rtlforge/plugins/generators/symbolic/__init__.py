@@ -15,14 +15,13 @@ import time
 from collections.abc import Sequence
 from typing import ClassVar
 
-import structlog
-
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Generation, GenerationRequest, Generator, SamplingParams
+from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Provenance
 from rtlforge.plugins.generators.symbolic.logic_min import Decline, Solution, solve
 
-log = structlog.get_logger("rtlforge.generators.symbolic")
+log = get_logger("rtlforge.generators.symbolic")
 
 
 class SymbolicGenerator(Generator):
