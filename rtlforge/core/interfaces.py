@@ -251,6 +251,10 @@ class PPAEstimator(ABC):
                 out.append(exc)
         return out
 
+    def close(self) -> None:
+        """Stop helper processes the estimator keeps (a persistent STA shell). Idempotent."""
+        return None
+
 
 # --------------------------------------------------------------------------------------------
 # Reward
