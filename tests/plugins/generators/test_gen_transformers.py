@@ -22,13 +22,9 @@ import rtlforge.plugins.generators.vllm as gen_vllm
 from rtlforge.core.errors import RtlforgeError, ToolMissingError
 from rtlforge.core.interfaces import GenerationRequest, SamplingParams
 from rtlforge.core.plugins import PluginHost
-from rtlforge.plugins.generators.transformers import (
-    ExtraMissingError,
-    GenerationCancelled,
-    GenerationError,
-    ModelLoadError,
-    TransformersGenerator,
-)
+from rtlforge.generation.base import GenerationCancelled, GenerationError
+from rtlforge.generation.local import ExtraMissingError, ModelLoadError
+from rtlforge.plugins.generators.transformers import TransformersGenerator
 from rtlforge.plugins.generators.vllm import VLLMGenerator
 
 
