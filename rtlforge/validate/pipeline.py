@@ -36,9 +36,9 @@ from rtlforge.core.models import (
     Verdict,
 )
 from rtlforge.eda.feedback import make_feedback, source_context
+from rtlforge.eda.verdicts import instrument_testbench, new_nonce
 from rtlforge.sandbox.runner import SandboxRunner, find_tool
 from rtlforge.validate.cache import MemoryCache, ResultCache
-from rtlforge.validate.verdicts import instrument_testbench, new_nonce
 
 log = get_logger("rtlforge.pipeline")
 

@@ -11,8 +11,7 @@ import pytest
 
 from rtlforge.core.models import PassRule, SourceFile, Verdict
 from rtlforge.eda.feedback import parse_iverilog
-from rtlforge.sandbox.runner import SandboxRunner
-from rtlforge.validate.verdicts import (
+from rtlforge.eda.verdicts import (
     Judgement,
     end_marker,
     instrument_testbench,
@@ -20,6 +19,7 @@ from rtlforge.validate.verdicts import (
     marker,
     new_nonce,
 )
+from rtlforge.sandbox.runner import SandboxRunner
 
 NONCE = "0123456789abcdef"
 TAG = marker(NONCE)
