@@ -322,7 +322,6 @@ def _plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     import rtlforge.cli as cli_module
     import rtlforge.explore.cli as explore_plugin
     import rtlforge.plugins.generators.replay as gen_replay
-    from rtlforge.core.plugins import PluginHost
     explore_plugin.register_commands(cli)
     base = cli_module.current_host
 
