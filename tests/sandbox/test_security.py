@@ -15,7 +15,7 @@ from rtlforge.core.models import SourceFile
 from rtlforge.sandbox.security import check_sources
 
 ATTACKS = Path(__file__).parent / "attacks"
-RTLLM = Path("/work/shared/benchmarks/rtllm")
+RTLLM = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "rtllm"
 
 
 def _check(src: str, role: str = "design", available: tuple[str, ...] = (),

@@ -35,11 +35,9 @@ def host() -> PluginHost:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One tiny model shared by every test (built once, about a second)."""
-    from rtlforge.testing.tiny_model import build_tiny_model
-
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "m"))
+def tiny(tiny_model: Path) -> str:
+    """The session's tiny model (rtlforge.testing), as the path string a config holds."""
+    return str(tiny_model)
 
 
 def _corpus(tmp_path: Path) -> Path:

@@ -47,13 +47,12 @@ PROMPTS = ["Write an 8-bit adder.", "mux", "A counter module with an enable inpu
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_model(tiny_model: Path) -> Path:
+    """rtlforge.testing's tiny model, with torch on one thread."""
     import torch
 
-    from rtlforge.testing import build_tiny_model
-
     torch.set_num_threads(1)  # 10-40x faster than the default on small CPU boxes
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return tiny_model
 
 
 @pytest.fixture(scope="session")
