@@ -10,8 +10,6 @@ import pytest
 
 from rtlforge.core.models import PassRule, SourceFile, Verdict
 from rtlforge.eda.feedback import parse_iverilog
-from rtlforge.sandbox.runner import SandboxRunner
-from rtlforge.testing import skip_unless_tools
 from rtlforge.eda.verdicts import (
     Judgement,
     end_marker,
@@ -21,6 +19,7 @@ from rtlforge.eda.verdicts import (
     new_nonce,
 )
 from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.testing import skip_unless_tools
 
 NONCE = "0123456789abcdef"
 TAG = marker(NONCE)
