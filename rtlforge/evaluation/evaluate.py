@@ -18,6 +18,7 @@ from rtlforge.core.errors import (
     RtlforgeError,
     TaskFormatError,
     ToolMissingError,
+    is_infra,
 )
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.interfaces import PPAEstimator
@@ -160,7 +161,11 @@ def evaluate_samples(
 
 
 class PPAMeasure(BaseModel):
-    """Raw PPA of one design, or why it could not be measured (never both)."""
+    """Raw PPA of one design, or why it could not be measured (never both).
+
+    ``infra`` marks an error that says nothing about the design (:func:`is_infra`): such a
+    measurement is missing, not bad, and may be retried.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -169,6 +174,7 @@ class PPAMeasure(BaseModel):
     area: float | None = None  # um^2
     cells: int | None = None
     error: str | None = None
+    infra: bool = False
 
     @property
     def ok(self) -> bool:
@@ -255,6 +261,8 @@ class DetailedEval(BaseModel):
                 "pass_at_k": {f"pass@{k}": round(v, 4)
                               for k, v in mean_pass_at_k(counted, self.ks).items()},
                 "measured": sum(1 for d in mine if d.ppa is not None and d.ppa.ok),
+                # missing, not bad: the PPA flow failed for a reason that is not the design's
+                "ppa_infra_errors": sum(1 for d in mine if d.ppa is not None and d.ppa.infra),
             }
         return out
 
@@ -275,15 +283,15 @@ def sample_labels(extra: Mapping[str, Any], default_method: str) -> tuple[str, i
 
 def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
              runner: SandboxRunner) -> PPAMeasure:
-    """One PPA run; a missing tool is fatal for the whole batch, anything else is per design."""
+    """One PPA run; a missing tool is fatal for the whole batch, anything else is per design
+    (recorded as an error, marked ``infra`` when :func:`is_infra` says it is not the design's)."""
     try:
         ppa = estimator.estimate(candidate, top, runner)
     except ToolMissingError:
         raise
-    except RtlforgeError as exc:
-        return PPAMeasure(error=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - one bad design must not sink an hour-long batch
-        return PPAMeasure(error=f"internal {type(exc).__name__}: {exc}")
+        internal = "" if isinstance(exc, RtlforgeError) else "internal "
+        return PPAMeasure(error=f"{internal}{type(exc).__name__}: {exc}", infra=is_infra(exc))
     return PPAMeasure(power=ppa.power_mw, delay=ppa.delay_ns, area=ppa.area_um2, cells=ppa.cells)
 
 

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import GenerationRequest
 from rtlforge.core.models import Task
 
@@ -42,7 +42,7 @@ _KEYS = frozenset({"name", "description", "system", "user", "history"})
 _HISTORY_KEYS = frozenset({"empty", "separator", "item", "ppa", "no_ppa"})
 
 
-class TemplateError(RtlforgeError, ValueError):
+class TemplateError(ConfigError, ValueError):
     """A template file is malformed or names a field outside its whitelist."""
 
 

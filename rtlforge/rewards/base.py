@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from rtlforge.core.errors import ExtractionError, SandboxError, TaskFormatError, ToolMissingError
+from rtlforge.core.errors import ExtractionError, TaskFormatError, is_infra
 from rtlforge.core.executor import Executor
 from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
 from rtlforge.core.log import get_logger
@@ -544,8 +544,9 @@ class PPAReward(RTLReward):
 
     ``estimator`` defaults to the registered ``yosys-sta`` PPA estimator; ``clock`` and
     ``period_ns`` are passed to it when set (else it auto-detects). An estimator error
-    that is an infrastructure failure (missing tool, sandbox, an unexpected crash) abstains;
-    a typed rtlforge error about the design (it cannot be measured) counts as invalid PPA.
+    for which :func:`~rtlforge.core.errors.is_infra` holds (missing tool, sandbox, bad liberty,
+    an unexpected crash) abstains; a :class:`~rtlforge.core.errors.DesignError` (the design
+    cannot be measured) counts as invalid PPA.
     """
 
     needs_ppa: ClassVar[bool] = True
@@ -641,14 +642,8 @@ class PPAReward(RTLReward):
 
 
 def _is_infra(result: Any) -> bool:
-    """Infrastructure failures abstain; other typed rtlforge errors are about the design."""
-    from rtlforge.core.errors import RtlforgeError
-
-    if not isinstance(result, Exception):
-        return False
-    if isinstance(result, ToolMissingError | SandboxError):
-        return True
-    return not isinstance(result, RtlforgeError)
+    """A measurement (or the error that replaced it) that must abstain rather than score."""
+    return isinstance(result, Exception) and is_infra(result)
 
 
 def scalar_ppa(ppa: Mapping[str, float] | None, golden: Mapping[str, float] | None) -> float:
