@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RtlforgeError(Exception):
     """Base of every error rtlforge raises on purpose."""
@@ -44,6 +46,15 @@ class TaskFormatError(RtlforgeError):
 
 class PluginError(RtlforgeError):
     """A plugin could not be loaded, or a requested plugin is unknown."""
+
+
+class PluginOptionsError(PluginError):
+    """Options given to a plugin do not match its options model (unknown, missing, mistyped);
+    ``errors`` holds pydantic's per-option details when there are any."""
+
+    def __init__(self, message: str, *, errors: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []
 
 
 class ExtractionError(RtlforgeError):
