@@ -390,3 +390,17 @@ def test_declared_defaults_of_the_interfaces() -> None:
     assert (trainer.config, trainer.host) == ({"steps": 1}, host)
     assert _Minimal.config_class is None
     assert Validator.order == 400 and Validator.toolchain is None
+
+
+def test_cli_generator_options_are_typed_not_guessed(tmp_path: Path) -> None:
+    spec = tmp_path / "and2.txt"
+    spec.write_text("module and2(input a, input b, output y);\n")
+    base = ["generate", "--generator", "symbolic", "--spec", str(spec), "--json"]
+    mistyped = CliRunner().invoke(cli, [*base, "--generator-option", "replicate=maybe"])
+    assert mistyped.exit_code == 2
+    assert "option 'replicate'" in mistyped.output and "bool" in mistyped.output
+    unknown = CliRunner().invoke(cli, [*base, "--generator-option", "replicat=true"])
+    assert unknown.exit_code == 2
+    assert "unknown option 'replicat' (options: replicate)" in unknown.output
+    typed = CliRunner().invoke(cli, [*base, "--generator-option", "replicate=false"])
+    assert typed.exit_code == 0, typed.output
