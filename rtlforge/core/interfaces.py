@@ -405,7 +405,6 @@ class Archive(Plugin):
     group writes inherit the defaults below; consumers that need them (explore) say so.
     """
 
-
     @abstractmethod
     def add(self, entries: Iterable[ArchiveEntry]) -> None:
         """Persist entries durably before returning: all of them or none."""
