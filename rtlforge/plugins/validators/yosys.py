@@ -47,6 +47,8 @@ class YosysSynth(Validator):
 
     name: ClassVar[str] = "yosys-synth"
     stage: ClassVar[str] = "synth"
+    order: ClassVar[int] = 300
+    toolchain: ClassVar[str] = "yosys"
 
     fail_on_latch: bool = False
     fail_on_comb_loop: bool = True
