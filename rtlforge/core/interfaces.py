@@ -469,12 +469,16 @@ class Trainer(Plugin):
     """
 
     config_class: ClassVar[type[BaseModel] | None] = None
+    #: True when the constructor takes ``progress=`` (called with each metrics record).
+    reports_progress: ClassVar[bool] = False
 
     @classmethod
     def from_config(cls, config: Any, *, host: Any,
                     progress: TrainerProgress | None = None) -> Self:
-        """Build from a validated config (its output directory included). The default calls
-        ``cls(config, host=host)`` and ignores ``progress``; trainers that report override."""
+        """Build from a validated config (its output directory included): ``cls(config,
+        host=host)``, plus ``progress=`` when the trainer declares ``reports_progress``."""
+        if cls.reports_progress:
+            return cls(config, host=host, progress=progress)  # type: ignore[call-arg]
         return cls(config, host=host)  # type: ignore[call-arg]
 
     @abstractmethod

@@ -416,12 +416,7 @@ class GRPOTrainer(Trainer):
 
     name: ClassVar[str] = "grpo"
     config_class: ClassVar[type[GRPOConfig]] = GRPOConfig
-
-    @classmethod
-    def from_config(cls, config: Any, *, host: Any,
-                    progress: ProgressCallback | None = None) -> GRPOTrainer:
-        """The trainer with the CLI's progress callback (``out_dir`` comes in the config)."""
-        return cls(config, host=host, progress=progress)
+    reports_progress: ClassVar[bool] = True
 
     def __init__(self, config: GRPOConfig, *, host: Any = None, out_dir: str | Path | None = None,
                  progress: ProgressCallback | None = None) -> None:

@@ -289,12 +289,7 @@ class PPOTrainer(Trainer):
 
     name: ClassVar[str] = "ppo"
     config_class: ClassVar[type[PPOConfig]] = PPOConfig
-
-    @classmethod
-    def from_config(cls, config: Any, *, host: Any,
-                    progress: ProgressCallback | None = None) -> PPOTrainer:
-        """The trainer with the CLI's progress callback (``out_dir`` comes in the config)."""
-        return cls(config, host=host, progress=progress)
+    reports_progress: ClassVar[bool] = True
 
     def __init__(self, config: PPOConfig, *, host: PluginHost | None = None,
                  out_dir: str | Path | None = None,

@@ -337,12 +337,7 @@ class SFTTrainer(Trainer):
 
     name: ClassVar[str] = "sft"
     config_class: ClassVar[type[SFTConfig]] = SFTConfig
-
-    @classmethod
-    def from_config(cls, config: Any, *, host: Any,
-                    progress: ProgressCallback | None = None) -> SFTTrainer:
-        """The trainer with the CLI's progress callback (``out_dir`` comes in the config)."""
-        return cls(config, host=host, progress=progress)
+    reports_progress: ClassVar[bool] = True
 
     def __init__(self, config: SFTConfig, *, host: PluginHost | None = None,
                  out_dir: str | Path | None = None,
