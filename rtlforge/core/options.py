@@ -239,8 +239,15 @@ def _accepts_text(annotation: Any) -> bool:
 
 def parse_option_strings(model: type[BaseModel], items: Iterable[str], *,
                          flag: str, what: str) -> dict[str, Any]:
-    """``KEY=VALUE`` strings (``-`` in a key reads as ``_``; a repeated key collects a list),
-    typed by ``model`` with :func:`coerce_option_strings`."""
+    """``KEY=VALUE`` strings typed by ``model`` (:func:`split_option_strings`, then
+    :func:`coerce_option_strings`)."""
+    return coerce_option_strings(model, split_option_strings(items, flag=flag),
+                                 what=f"{what} ({flag})")
+
+
+def split_option_strings(items: Iterable[str], *, flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as text (``-`` in a key reads as ``_``; a repeated key collects a
+    list, so ``path=a path=b`` gives two paths), still untyped."""
     raw: dict[str, Any] = {}
     repeated: set[str] = set()
     for item in items:
@@ -255,7 +262,7 @@ def parse_option_strings(model: type[BaseModel], items: Iterable[str], *,
         else:
             raw[key] = [raw[key], value]
             repeated.add(key)
-    return coerce_option_strings(model, raw, what=f"{what} ({flag})")
+    return raw
 
 
 def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,

@@ -14,29 +14,16 @@ from rtlforge.core.hookspecs import hookimpl
 
 
 def _options(items: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """``k=v`` pairs as text; each generator's options model types them (:func:`_generator`).
-
-    A key given more than once collects its values into a list (``path=a path=b``), rather
-    than the last one silently winning.
-    """
+    """``k=v`` pairs as text; each generator's options model types them (:func:`_generator`)."""
     import click
 
-    out: dict[str, Any] = {}
-    repeated: set[str] = set()
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise click.UsageError(f"{flag} {item!r}: expected KEY=VALUE")
-        key = key.replace("-", "_")
-        value: Any = raw
-        if key not in out:
-            out[key] = value
-        elif key in repeated:
-            out[key].append(value)
-        else:
-            out[key] = [out[key], value]
-            repeated.add(key)
-    return out
+    from rtlforge.core.errors import PluginOptionsError
+    from rtlforge.core.options import split_option_strings
+
+    try:
+        return split_option_strings(items, flag=flag)
+    except PluginOptionsError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 def _generator(host: Any, name: str, options: dict[str, Any]) -> Any:
