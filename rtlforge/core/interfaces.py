@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rtlforge.core.models import Candidate, StageResult, Task, ToolInfo
+# PPAResult is re-exported here (it was defined in this module): the model is in core.models.
+from rtlforge.core.models import Candidate, PPAResult, StageResult, Task, ToolSpec
 
 if TYPE_CHECKING:
     from rtlforge.sandbox.runner import SandboxRunner
@@ -71,6 +72,10 @@ class Validator(ABC):
     name: ClassVar[str]
     stage: ClassVar[str] = "custom"
     needs_testbench: ClassVar[bool] = False
+
+    #: The external tools this validator runs, with install hints and version flags
+    #: (``rtlforge doctor`` lists them; the runner asks their versions).
+    tools: ClassVar[tuple[ToolSpec, ...]] = ()
 
     def tool_names(self) -> Sequence[str]:
         """External executables this validator runs (for version pinning and cache keys)."""
@@ -212,20 +217,10 @@ class Generator(ABC):
 # --------------------------------------------------------------------------------------------
 
 
-class PPAResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    area_um2: float
-    delay_ns: float
-    power_mw: float
-    cells: int
-    liberty: str
-    tools: tuple[ToolInfo, ...] = ()
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
 class PPAEstimator(ABC):
     name: ClassVar[str]
+    #: The external tools this estimator runs (see ``Validator.tools``).
+    tools: ClassVar[tuple[ToolSpec, ...]] = ()
 
     @abstractmethod
     def estimate(self, candidate: Candidate, top: str, runner: SandboxRunner, *,
