@@ -64,21 +64,14 @@ def _source(path: Path) -> SourceFile:
     return SourceFile(name=path.name, content=text)
 
 
-_MODULE_NAME = r"\bmodule\s+([A-Za-z_][A-Za-z0-9_$]*)"
-
-
 def _infer_top(files: list[SourceFile]) -> str:
     """The one module not instantiated by another; ambiguity is a usage error."""
-    import re
+    from rtlforge.eda.modules import declared_modules, top_modules
 
-    declared: list[str] = []
-    for f in files:
-        declared += re.findall(_MODULE_NAME, f.content)
+    declared = [name for f in files for name in declared_modules(f.content)]
     if not declared:
         raise click.UsageError("no module declaration found; pass --top NAME")
-    text = "\n".join(f.content for f in files)
-    roots = [m for m in declared
-             if not re.search(rf"^\s*{re.escape(m)}\s+(#\s*\(|[A-Za-z_])", text, re.M)]
+    roots = top_modules([f.content for f in files])
     if len(roots) != 1:
         raise click.UsageError(f"cannot tell the top module among {declared}; pass --top NAME")
     return roots[0]

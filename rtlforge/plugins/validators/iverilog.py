@@ -13,7 +13,6 @@ them as warnings, and ``strict_sorry=True`` makes them errors too.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
 from rtlforge.core.models import StageResult, Verdict
 from rtlforge.eda.feedback import make_feedback
+from rtlforge.eda.modules import scan_modules
 from rtlforge.eda.stages import (
     MAX_COMPILE_WARNINGS,
     SIM_IMAGE,
@@ -70,8 +70,9 @@ class IverilogLint(Validator):
         if bad is not None:
             return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(bad,))
         if self.with_testbench and ctx.task.testbench:
-            declared = any(re.search(rf"\bmodule\s+{re.escape(ctx.top)}\b", f.content)
-                           for f in ctx.candidate.files)
+            scans = [scan_modules(f.content) for f in ctx.candidate.files]
+            # An unparsed file proves nothing: the compiler then reports what is missing.
+            declared = any(not scan.ok or ctx.top in scan.declared for scan in scans)
             if not declared:
                 return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(
                     make_feedback("missing_module", f"top module {ctx.top!r} is not defined in "
