@@ -16,7 +16,7 @@ import click
 
 from rtlforge.core.errors import RtlforgeError
 from rtlforge.core.log import ROOT_LOGGER
-from rtlforge.core.models import Candidate, SourceFile, Task, ValidationReport, Verdict
+from rtlforge.core.models import Candidate, SourceFile, Task, ToolSpec, ValidationReport, Verdict
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
@@ -203,6 +203,20 @@ def plugins(as_json: bool) -> None:
             click.secho(f"  error: {info.error}", fg="red")
 
 
+def _declared_tools(host: PluginHost) -> list[ToolSpec]:
+    """The tools the registered validators and PPA estimators declare, each name once."""
+    from rtlforge.core.interfaces import PPAEstimator, Validator
+
+    specs: dict[str, ToolSpec] = {}
+    for kind, base in (("validator", Validator), ("ppa_estimator", PPAEstimator)):
+        for name in host.names(kind):
+            factory = host.get(kind, name)
+            if isinstance(factory, type) and issubclass(factory, base):
+                for spec in factory.tools:
+                    specs.setdefault(spec.name, spec)
+    return list(specs.values())
+
+
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(as_json: bool) -> None:
@@ -213,7 +227,7 @@ def doctor(as_json: bool) -> None:
     """
     from rtlforge.core.errors import IsolationUnavailableError, ToolMissingError
     from rtlforge.core.models import SourceFile as File
-    from rtlforge.sandbox.runner import INSTALL_HINTS, SandboxRunner, find_tool
+    from rtlforge.sandbox.runner import SandboxRunner, find_tool
 
     report: dict[str, Any] = {"tools": {}}
     with SandboxRunner() as runner:
@@ -231,11 +245,11 @@ def doctor(as_json: bool) -> None:
             report["gate"] = "ok"
         except (IsolationUnavailableError, RtlforgeError) as exc:
             report["sandbox"] = f"unavailable: {exc}"
-        for tool in INSTALL_HINTS:
+        for spec in _declared_tools(current_host()):
             try:
-                report["tools"][tool] = find_tool(tool).version or "present"
+                report["tools"][spec.name] = find_tool(spec).version or "present"
             except ToolMissingError as exc:
-                report["tools"][tool] = f"missing: {exc.hint}"
+                report["tools"][spec.name] = f"missing: {exc.hint}"
     ok = report["sandbox"].startswith(("ok", "disabled"))
     if as_json:
         click.echo(json.dumps(report))

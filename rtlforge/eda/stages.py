@@ -14,6 +14,7 @@ from rtlforge.core.interfaces import ValidationContext
 from rtlforge.core.models import Feedback, StageResult, ToolInfo, Verdict
 from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
 from rtlforge.eda.modules import top_modules
+from rtlforge.eda.tools import ICARUS
 from rtlforge.sandbox.runner import ToolRun
 from rtlforge.validate.verdicts import end_marker, judge, marker
 
@@ -201,6 +202,6 @@ def icarus_build(ctx: ValidationContext, iverilog: str, warnings: Sequence[str])
     key = ("iverilog-build", argv)
     run = ctx.artifacts.get(key)
     if run is None:
-        run = ctx.runner.run(list(argv), cwd=ctx.workdir, timeout=ctx.timeout)
+        run = ctx.runner.run(list(argv), cwd=ctx.workdir, timeout=ctx.timeout, tool=ICARUS)
         ctx.artifacts[key] = run
     return run

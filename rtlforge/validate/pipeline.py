@@ -36,7 +36,7 @@ from rtlforge.core.models import (
     Verdict,
 )
 from rtlforge.eda.feedback import make_feedback, source_context
-from rtlforge.sandbox.runner import SandboxRunner, find_tool
+from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
 from rtlforge.validate.cache import MemoryCache, ResultCache
 from rtlforge.validate.verdicts import instrument_testbench, new_nonce
 
@@ -115,7 +115,7 @@ class Pipeline:
             for validator in self.validators:
                 for tool in validator.tool_names():
                     try:
-                        tools[tool] = find_tool(tool).version
+                        tools[tool] = find_tool(tool_spec(tool, validator.tools)).version
                     except ToolMissingError:
                         tools[tool] = None
             blob = {

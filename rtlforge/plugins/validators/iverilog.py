@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import StageResult, Verdict
+from rtlforge.core.models import StageResult, ToolSpec, Verdict
 from rtlforge.eda.feedback import make_feedback
 from rtlforge.eda.modules import scan_modules
 from rtlforge.eda.stages import (
@@ -39,6 +39,7 @@ from rtlforge.eda.stages import (
     source_texts,
     tools_of,
 )
+from rtlforge.eda.tools import ICARUS, VVP
 
 # ------------------------------------------------------------------------------ validators
 
@@ -54,6 +55,7 @@ class IverilogLint(Validator):
 
     name: ClassVar[str] = "iverilog-lint"
     stage: ClassVar[str] = "lint"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS,)
 
     warnings: tuple[str, ...] = ("implicit", "portbind")
     strict_sorry: bool = False
@@ -82,7 +84,7 @@ class IverilogLint(Validator):
         else:
             argv = [self.iverilog, *icarus_flags(self.warnings), "-s", ctx.top,
                     "-o", ".rtlforge-lint.vvp", *compiled_sources(ctx.design_files)]
-            run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+            run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout, tool=ICARUS)
         verdict, feedback = icarus_compile_verdict(
             run, stage=self.name, files=files, strict_sorry=self.strict_sorry,
             timeout=ctx.timeout)
@@ -97,6 +99,7 @@ class IverilogSim(Validator):
 
     name: ClassVar[str] = "iverilog-sim"
     stage: ClassVar[str] = "simulate"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS, VVP)
     needs_testbench: ClassVar[bool] = True
 
     warnings: tuple[str, ...] = ("implicit", "portbind")
@@ -124,7 +127,7 @@ class IverilogSim(Validator):
                 log=clip_log(build.output), metrics=metrics,
             )
         sim = ctx.runner.run([self.vvp, "-n", SIM_IMAGE], cwd=ctx.workdir,
-                             timeout=ctx.timeout)
+                             timeout=ctx.timeout, tool=VVP)
         metrics["sim_s"] = round(sim.seconds, 4)
         verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,
                                                what="the simulation (vvp)")
