@@ -243,6 +243,8 @@ class HistoryItem(BaseModel):
                    "nor a 3-element objective vector")
         if isinstance(entry, PPAResult):
             return {"ppa": entry}
+        if isinstance(entry, Mapping) and "ppa" in entry:
+            return entry  # already in this model's own shape
         if _is_vector(entry):
             return {"objectives": list(entry)}
         if not isinstance(entry, Mapping):
