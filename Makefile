@@ -30,6 +30,7 @@ demo: tools venv
 
 test: tools venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 test-fast: venv
@@ -37,6 +38,7 @@ test-fast: venv
 
 lint: venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
+	$(BIN)/lint-imports
 
 bench: tools venv
 	$(BIN)/python benchmarks/validation_throughput.py

@@ -361,7 +361,7 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     from rtlforge.core.executor import ThreadExecutor
     from rtlforge.evaluation.evaluate import evaluate_detailed
     from rtlforge.evaluation.report import summarise, write_report
-    from rtlforge.evaluation.samples import load_llm_outputs
+    from rtlforge.tasks.samples import load_llm_outputs
     from rtlforge.validate.pipeline import Pipeline
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)

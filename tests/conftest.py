@@ -1,7 +1,8 @@
 """Shared test set-up: paths to the repository, its fixtures and the optional ../shared data.
 
 Fixtures for plugin authors (task and candidate builders, a fake runner, the tiny model) come from
-the ``rtlforge.testing`` pytest plugin, which the package registers under ``pytest11``.
+the ``rtlforge.testing`` pytest plugin, which the package registers under ``pytest11``; naming it
+here too keeps them when rtlforge is only on the path (a checkout on PYTHONPATH, an old install).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["rtlforge.testing.pytest_plugin"]
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"

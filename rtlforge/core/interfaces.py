@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -274,7 +275,8 @@ class Reward(ABC):
 
 
 class ArchiveEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN/inf stay NaN/inf in JSON (not null), so a stored entry reads back as it was written
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
     task_id: str
     candidate: Candidate
@@ -284,11 +286,20 @@ class ArchiveEntry(BaseModel):
 
 
 class Archive(ABC):
+    """Evaluated candidates per task, their Pareto front, and small keyed JSON notes (``meta``:
+    run configuration, resume bookkeeping) kept in the same store.
+
+    Contract: every write (``add``, ``put_meta``) is atomic and durable when it returns, and
+    writes made inside ``with archive.batch():`` land together when the block ends normally and
+    not at all when it raises or the process dies inside it. Archives that cannot keep notes or
+    group writes inherit the defaults below; consumers that need them (explore) say so.
+    """
+
     name: ClassVar[str]
 
     @abstractmethod
     def add(self, entries: Iterable[ArchiveEntry]) -> None:
-        """Persist entries durably before returning."""
+        """Persist entries durably before returning: all of them or none."""
 
     @abstractmethod
     def entries(self, task_id: str | None = None) -> Iterator[ArchiveEntry]:
@@ -297,6 +308,39 @@ class Archive(ABC):
     @abstractmethod
     def front(self, task_id: str) -> list[ArchiveEntry]:
         """The non-dominated entries of one task."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Group writes into one all-or-nothing unit (nested batches join the outer one).
+
+        Default: no grouping beyond each write being atomic by itself.
+        """
+        return nullcontext()
+
+    def put_meta(self, key: str, value: Any, *, overwrite: bool = True) -> bool:
+        """Store a JSON value under ``key``; with ``overwrite=False`` an existing key is kept
+        and False returned (nothing written), which makes ``key`` a once-only marker."""
+        raise NotImplementedError(f"archive {self.name!r} keeps no metadata")
+
+    def get_meta(self, key: str) -> Any:
+        """The value stored under ``key``, None when there is none."""
+        raise NotImplementedError(f"archive {self.name!r} keeps no metadata")
+
+    def meta(self, prefix: str = "") -> dict[str, Any]:
+        """Every stored key starting with ``prefix``, with its value."""
+        raise NotImplementedError(f"archive {self.name!r} keeps no metadata")
+
+    def close(self) -> None:
+        """Release files and connections (default: nothing to release). Idempotent."""
+        return None
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.entries())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # --------------------------------------------------------------------------------------------

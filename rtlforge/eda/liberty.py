@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.errors import ConfigError
 
 __all__ = [
     "GENERIC_LIBERTY",
@@ -57,7 +57,7 @@ _FORMAT = "rtlforge-liberty-v1"
 _CELL = re.compile(r'^([ \t]*)cell\s*\(\s*"?([^"\s)]+)"?\s*\)\s*\{', re.MULTILINE)
 
 
-class LibertyError(RtlforgeError):
+class LibertyError(ConfigError):
     """A liberty file is missing, unreadable or lacks what the PPA flow needs."""
 
 

@@ -15,8 +15,8 @@ from rtlforge.core.models import Feedback, StageResult, ToolInfo, Verdict
 from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
 from rtlforge.eda.modules import top_modules
 from rtlforge.eda.tools import ICARUS
+from rtlforge.eda.verdicts import end_marker, judge, marker
 from rtlforge.sandbox.runner import ToolRun
-from rtlforge.validate.verdicts import end_marker, judge, marker
 
 #: Files handed to a compiler; headers (.vh/.svh) are only ever `include'd.
 COMPILED_SUFFIXES = (".v", ".sv")

@@ -229,6 +229,8 @@ class DetailedEval(BaseModel):
                 "pass_at_k": {f"pass@{k}": round(v, 4)
                               for k, v in mean_pass_at_k(counted, self.ks).items()},
                 "measured": sum(1 for d in mine if d.ppa is not None and d.ppa.ok),
+                # missing, not bad: the PPA flow failed for a reason that is not the design's
+                "ppa_infra_errors": sum(1 for d in mine if d.ppa is not None and d.ppa.infra),
             }
         return out
 

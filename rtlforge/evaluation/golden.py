@@ -3,9 +3,9 @@
 Evaluation, rewards and exploration all compare a candidate's PPA with its task's golden, and
 all need the golden measured exactly once per task however many threads ask for it.
 :class:`GoldenPPA` is that service: a thread-safe per-task cache around one estimator. A
-measurement that failed because of the infrastructure (a missing tool, a sandbox failure, an
-estimator crash) is raised and never cached, so it is retried; a design the estimator cannot
-measure is a cached :class:`PPAMeasure` with its error.
+measurement that failed because of the infrastructure (:func:`~rtlforge.core.errors.is_infra`:
+a missing tool, a sandbox failure, an estimator crash) is raised and never cached, so it is
+retried; a design the estimator cannot measure is a cached :class:`PPAMeasure` with its error.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
-from rtlforge.core.errors import RtlforgeError, SandboxError, ToolMissingError
+from rtlforge.core.errors import RtlforgeError, ToolMissingError, is_infra
 from rtlforge.core.interfaces import PPAEstimator
 from rtlforge.core.models import Candidate, PPAResult, Task
 from rtlforge.sandbox.runner import SandboxRunner
 
-__all__ = ["GoldenPPA", "PPAMeasure", "error_measure", "is_infra_failure", "measure_ppa"]
+__all__ = ["GoldenPPA", "PPAMeasure", "error_measure", "measure_ppa"]
 
 _FLAT_KEYS = ("power", "delay", "area")
 
@@ -29,14 +29,19 @@ _FLAT_KEYS = ("power", "delay", "area")
 class PPAMeasure(BaseModel):
     """The PPA of one design, or why it could not be measured (never both).
 
-    Serialised flat, ``{"power", "delay", "area", "cells", "error"}``: the shape eval summaries,
-    explore archives and candidates files have always had, so old runs read back unchanged.
+    ``infra`` marks an error that says nothing about the design (:func:`is_infra`): such a
+    measurement is missing, not bad, and may be retried.
+
+    Serialised flat, ``{"power", "delay", "area", "cells", "error", "infra"}``: the shape eval
+    summaries, explore archives and candidates files have always had, so old runs read back
+    unchanged (``infra`` absent reads as False).
     """
 
     model_config = ConfigDict(frozen=True)
 
     ppa: PPAResult | None = None
     error: str | None = None
+    infra: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -44,16 +49,16 @@ class PPAMeasure(BaseModel):
         if not isinstance(value, Mapping) or "ppa" in value:
             return value
         flat = dict(value)
-        unknown = set(flat) - {*_FLAT_KEYS, "cells", "error"}
+        unknown = set(flat) - {*_FLAT_KEYS, "cells", "error", "infra"}
         if unknown:
             raise ValueError(f"unknown PPA keys {sorted(unknown)}")
         numbers = [flat.get(k) for k in _FLAT_KEYS]
+        rest = {k: flat[k] for k in ("error", "infra") if k in flat}
         if all(v is None for v in numbers):
-            return {"error": flat.get("error")}
+            return rest
         if any(v is None for v in numbers):
             raise ValueError("a PPA measurement needs all of power, delay and area, or none")
-        return {"ppa": {**{k: flat[k] for k in _FLAT_KEYS}, "cells": flat.get("cells")},
-                "error": flat.get("error")}
+        return {"ppa": {**{k: flat[k] for k in _FLAT_KEYS}, "cells": flat.get("cells")}, **rest}
 
     @model_validator(mode="after")
     def _one_of(self) -> PPAMeasure:
@@ -66,7 +71,7 @@ class PPAMeasure(BaseModel):
         ppa = self.ppa
         return {"power": ppa.power_mw if ppa else None, "delay": ppa.delay_ns if ppa else None,
                 "area": ppa.area_um2 if ppa else None, "cells": ppa.cells if ppa else None,
-                "error": self.error}
+                "error": self.error, "infra": self.infra}
 
     @property
     def ok(self) -> bool:
@@ -92,20 +97,17 @@ class PPAMeasure(BaseModel):
         return self.ppa.triple() if self.ppa is not None else None
 
 
-def is_infra_failure(exc: BaseException) -> bool:
-    """Whether a PPA error says nothing about the design (missing tool, sandbox, a crash)."""
-    return isinstance(exc, ToolMissingError | SandboxError) or not isinstance(exc, RtlforgeError)
-
-
 def error_measure(exc: BaseException) -> PPAMeasure:
-    """The per-design outcome of a failed measurement (crashes are marked ``internal``)."""
+    """The outcome of a failed measurement: crashes are marked ``internal`` in the message,
+    and ``infra`` says whether the error is the infrastructure's rather than the design's."""
     prefix = "" if isinstance(exc, RtlforgeError) else "internal "
-    return PPAMeasure(error=f"{prefix}{type(exc).__name__}: {exc}")
+    return PPAMeasure(error=f"{prefix}{type(exc).__name__}: {exc}", infra=is_infra(exc))
 
 
 def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
                 runner: SandboxRunner) -> PPAMeasure:
-    """One PPA run; a missing tool is fatal for the whole batch, anything else is per design."""
+    """One PPA run; a missing tool is fatal for the whole batch, anything else is per design
+    (recorded as an error, marked ``infra`` when :func:`is_infra` says it is not the design's)."""
     try:
         ppa = estimator.estimate(candidate, top, runner)
     except ToolMissingError:
@@ -119,7 +121,7 @@ class GoldenPPA:
     """Each task's golden PPA, measured once per task (per golden text) and shared by threads.
 
     ``options`` go to every ``estimate`` call (``clock``, ``period_ns``). :meth:`measure`
-    raises an infrastructure failure (see :func:`is_infra_failure`) instead of caching it;
+    raises an infrastructure failure (see :func:`is_infra`) instead of caching it;
     ``load``/``save`` let a caller keep results across runs (an explore archive).
     """
 
@@ -172,7 +174,7 @@ class GoldenPPA:
         try:
             ppa = self.estimator.estimate(candidate, task.top, self.runner, **self.options)
         except Exception as exc:
-            if is_infra_failure(exc):
+            if is_infra(exc):
                 raise
             return error_measure(exc)
         return PPAMeasure(ppa=ppa)

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.errors import ConfigError
 from rtlforge.core.models import PPAResult
 from rtlforge.pareto.hypervolume import Backend, hypervolume, non_dominated, objective_vector
 
@@ -43,7 +43,7 @@ TIE_RTOL = 1e-12
 # --------------------------------------------------------------------------------------------
 
 
-class RecordsError(RtlforgeError, ValueError):
+class RecordsError(ConfigError, ValueError):
     """A records file is unreadable or a line does not match the record schema."""
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:

@@ -243,7 +243,7 @@ def register_commands(cli: Any) -> None:
         except (ValueError, RtlforgeError) as exc:
             raise click.UsageError(str(exc)) from exc
         kwargs: dict[str, Any] = {
-            "iterations": iterations, "trials": trials, "run_dir": run_dir,
+            "iterations": iterations, "trials": trials, "run_dir": run_dir, "host": host,
             "pipeline": pipeline, "estimator": estimator, "ast_reward": ast_reward,
             "workers": workers, "checkpoints": marks, "baseline": baseline,
         }
@@ -292,9 +292,8 @@ def register_commands(cli: Any) -> None:
                 click.secho(f"error: {exc}", fg="red", err=True)
                 sys.exit(EXIT_INFRA)
             finally:
-                close = getattr(estimator, "close", None)
-                if callable(close):
-                    close()
+                if estimator is not None:
+                    estimator.close()
         summary = {**result.summary, "run_dir": str(result.run_dir),
                    "files": {k: str(v) for k, v in result.paths.items()},
                    "candidates": result.candidates, "evaluated_groups": result.evaluated,

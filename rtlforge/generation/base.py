@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from rtlforge.core.errors import ExtractionError, RtlforgeError
+from rtlforge.core.errors import ExtractionError, InfraError
 from rtlforge.core.interfaces import Generation, GenerationRequest, GenerationUsage, Generator
 from rtlforge.core.models import Candidate, Provenance
 from rtlforge.generation.extract import extract_verilog
@@ -47,7 +47,7 @@ T = TypeVar("T")
 # --------------------------------------------------------------------------------------------
 
 
-class GenerationError(RtlforgeError):
+class GenerationError(InfraError):
     """The generator's infrastructure failed; says nothing about the design or the model.
 
     ``retryable`` tells :func:`call_with_retries` whether another attempt may help;

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import GenerationRequest
 from rtlforge.core.models import PPAResult, Task
 
@@ -43,7 +43,7 @@ _KEYS = frozenset({"name", "description", "system", "user", "history"})
 _HISTORY_KEYS = frozenset({"empty", "separator", "item", "ppa", "no_ppa"})
 
 
-class TemplateError(RtlforgeError, ValueError):
+class TemplateError(ConfigError, ValueError):
     """A template file is malformed or names a field outside its whitelist."""
 
 

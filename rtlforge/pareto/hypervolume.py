@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.errors import ConfigError
 
 EPS = 1e-8
 
@@ -32,7 +32,7 @@ BACKENDS: tuple[str, ...] = ("moocore", "pygmo")
 _KEYS = (("power_mw", "power"), ("delay_ns", "delay"), ("area_um2", "area"))
 
 
-class InvalidObjectivesError(RtlforgeError, ValueError):
+class InvalidObjectivesError(ConfigError, ValueError):
     """Objective vectors that no hypervolume backend may see (NaN, inf, wrong shape)."""
 
 

@@ -33,10 +33,11 @@ import pyslang
 from pyslang import parsing, syntax
 
 from rtlforge.core.errors import (
+    DesignError,
     ExtractionError,
-    InvalidSourceError,
+    InfraError,
     RtlforgeError,
-    SecurityViolation,
+    is_infra,
 )
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Reward
@@ -51,12 +52,15 @@ Status = Literal["parsed", "unparsable", "no_code", "too_large", "over_budget", 
 INSTALL_HINT = "install the optional extra: pip install 'rtlforge[ast]'"
 
 
-class ASTBackendUnavailable(RtlforgeError):
+class ASTBackendUnavailable(InfraError):
     """The requested parser backend is not installed (the message says how to install it)."""
 
 
-class SimilarityBudgetExceeded(RtlforgeError):
-    """Algorithm 1 needed more steps or time than allowed (pathological, huge trees)."""
+class SimilarityBudgetExceeded(InfraError):
+    """Algorithm 1 needed more steps or time than allowed (pathological, huge trees).
+
+    The harness's own budget, which also depends on the machine's speed: the score abstains.
+    """
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,8 +94,8 @@ class CleanTree:
         return len(self.labels)
 
 
-class TreeTooLarge(RtlforgeError):
-    """A tree exceeded the node cap while being built."""
+class TreeTooLarge(DesignError):
+    """A tree exceeded the node cap while being built (scored as an unparsable design)."""
 
 
 def _flatten(root: Any, label_of: Callable[[Any], str],
@@ -447,10 +451,10 @@ def _iverilog_preprocess(source: str, runner: SandboxRunner) -> str | ParseFailu
                              timeout=_PREPROCESS_TIMEOUT_S)
             out = tmp / "preprocessed.v"
             text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else None
-    except (SecurityViolation, InvalidSourceError) as exc:
+    except RtlforgeError as exc:
+        if is_infra(exc):  # tool missing, sandbox failure
+            return ParseFailure(f"pyverilog: could not run iverilog -E: {exc}"[:300], infra=True)
         return ParseFailure(f"pyverilog: refused by the security check: {exc}"[:300])
-    except RtlforgeError as exc:  # tool missing, sandbox failure
-        return ParseFailure(f"pyverilog: could not run iverilog -E: {exc}"[:300], infra=True)
     if run.timed_out:
         return ParseFailure("pyverilog: iverilog -E timed out")
     err = run.stderr.strip().splitlines()

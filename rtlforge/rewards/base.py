@@ -40,13 +40,13 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from rtlforge.core.errors import ExtractionError, TaskFormatError
+from rtlforge.core.errors import ExtractionError, TaskFormatError, is_infra
 from rtlforge.core.executor import Executor
 from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
 from rtlforge.evaluation.evaluate import candidate_from_completion
-from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure, is_infra_failure
+from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure
 from rtlforge.pareto.hypervolume import EPS, objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
@@ -591,8 +591,9 @@ class PPAReward(RTLReward):
 
     ``estimator`` defaults to the registered ``yosys-sta`` PPA estimator; ``clock`` and
     ``period_ns`` are passed to it when set (else it auto-detects). An estimator error
-    that is an infrastructure failure (missing tool, sandbox, an unexpected crash) abstains;
-    a typed rtlforge error about the design (it cannot be measured) counts as invalid PPA.
+    for which :func:`~rtlforge.core.errors.is_infra` holds (missing tool, sandbox, bad liberty,
+    an unexpected crash) abstains; a :class:`~rtlforge.core.errors.DesignError` (the design
+    cannot be measured) counts as invalid PPA.
     """
 
     needs_ppa: ClassVar[bool] = True
@@ -696,8 +697,8 @@ class PPAReward(RTLReward):
 
 
 def _is_infra(result: Any) -> bool:
-    """Infrastructure failures abstain; other typed rtlforge errors are about the design."""
-    return isinstance(result, Exception) and is_infra_failure(result)
+    """A measurement (or the error that replaced it) that must abstain rather than score."""
+    return isinstance(result, Exception) and is_infra(result)
 
 
 def scalar_ppa(ppa: Mapping[str, float] | None, golden: Mapping[str, float] | None) -> float:

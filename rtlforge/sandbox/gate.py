@@ -24,12 +24,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rtlforge.core.errors import SandboxError, SecurityViolation
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import SourceFile
+from rtlforge.sandbox.jail import PACKAGE_DIR
 
 if TYPE_CHECKING:
     import subprocess
@@ -58,9 +58,7 @@ def _worker_code() -> str:
     ``-I`` ignores ``PYTHONPATH``, so a checkout used through it (or a second worktree) would
     otherwise start a worker from another copy, or from none the jail can see.
     """
-    import rtlforge
-
-    return _WORKER_CODE.format(root=str(Path(rtlforge.__file__).resolve().parent.parent))
+    return _WORKER_CODE.format(root=str(PACKAGE_DIR.parent))
 
 
 class _Worker:

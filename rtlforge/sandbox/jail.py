@@ -42,6 +42,10 @@ from pathlib import Path
 from rtlforge.core.errors import IsolationUnavailableError
 
 #: Environment variable choosing the isolation: ``bwrap`` (default) or ``none`` (opt-out).
+#: The installed rtlforge package: a jailed Python (the gate worker) needs it, and nothing else
+#: of the checkout it lives in.
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
 ISOLATION_ENV = "RTLFORGE_SANDBOX"
 ISOLATION_KINDS = ("bwrap", "none")
 
@@ -65,11 +69,9 @@ def isolation_choice(explicit: str | None) -> str:
 
 def _python_roots() -> list[Path]:
     """Directories a sandboxed Python needs: the venv, the base install, rtlforge itself."""
-    import rtlforge
-
     roots = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     roots.add(Path(os.path.realpath(sys.executable)).parent.parent)
-    roots.add(Path(rtlforge.__file__).resolve().parent)
+    roots.add(PACKAGE_DIR)
     return sorted(roots)
 
 

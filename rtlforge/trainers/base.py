@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.errors import ConfigError, InfraError, RtlforgeError
 from rtlforge.core.log import get_logger
 
 if TYPE_CHECKING:
@@ -95,11 +95,11 @@ class TrainerError(RtlforgeError):
     """Base of the trainer errors."""
 
 
-class TrainerConfigError(TrainerError, ValueError):
+class TrainerConfigError(TrainerError, ConfigError, ValueError):
     """A training config is malformed; the message names the offending field (CLI exit code 2)."""
 
 
-class TrainerInfraError(TrainerError):
+class TrainerInfraError(TrainerError, InfraError):
     """The environment cannot run the training (missing library, device, data; exit code 3)."""
 
 
@@ -107,7 +107,7 @@ class QLoRAUnavailableError(TrainerInfraError):
     """QLoRA needs bitsandbytes and a CUDA device; this machine lacks one of them."""
 
 
-class CheckpointError(TrainerError):
+class CheckpointError(TrainerError, ConfigError):
     """A checkpoint is missing, incomplete or from an incompatible format."""
 
 

@@ -186,14 +186,13 @@ class Trajectory:
     source: str  # where it was harvested from (file path)
 
 
-def _from_archive(path: Path) -> Iterator[tuple[str, str | None, str]]:
+def _from_archive(path: Path, host: PluginHost) -> Iterator[tuple[str, str | None, str]]:
     """(task_id, code or None when not passing, origin) for every archive entry."""
     from rtlforge.core.models import Verdict
-    from rtlforge.plugins.archives.pareto import SQLiteArchive
 
     if not path.is_file():
         raise TrainerInfraError(f"archive {path} does not exist")
-    with SQLiteArchive(path) as archive:
+    with host.create("archive", "sqlite", path=path) as archive:
         for entry in archive.entries():
             passed = entry.verdict == Verdict.PASS.value
             code = "\n".join(f.content for f in entry.candidate.files) if passed else None
@@ -237,16 +236,26 @@ def _from_eval(src: EvalSource, tasks: dict[str, Task]) -> Iterator[tuple[str, s
         yield task_id, "\n".join(f.content for f in cand.files), str(results)
 
 
-def collect_trajectories(data: TrajectoryData,
-                         tasks: dict[str, Task]) -> tuple[list[Trajectory], HarvestStats]:
-    """Passing candidates of every source, deduplicated per task by normalised code hash."""
+def collect_trajectories(data: TrajectoryData, tasks: dict[str, Task], *,
+                         host: PluginHost | None = None,
+                         ) -> tuple[list[Trajectory], HarvestStats]:
+    """Passing candidates of every source, deduplicated per task by normalised code hash.
+
+    Archives are read with ``host``'s ``sqlite`` archive plugin.
+    """
     from rtlforge.rewards.guards import code_hash
 
     stats = HarvestStats()
     seen: set[tuple[str, str]] = set()
     out: list[Trajectory] = []
-    streams: list[Iterable[tuple[str, str | None, str]]] = [
-        _from_archive(Path(p)) for p in data.archives]
+    streams: list[Iterable[tuple[str, str | None, str]]] = []
+    if data.archives:
+        if host is None:
+            from rtlforge.core.plugins import PluginHost
+
+            # TODO(lead): the documented default host for scripts (PluginHost.default()).
+            host = PluginHost()
+        streams += [_from_archive(Path(p), host) for p in data.archives]
     streams += [_from_eval(src, tasks) for src in data.eval_results]
     for stream in streams:
         for task_id, code, origin in stream:
@@ -302,12 +311,13 @@ def _load_task_map(data: TrajectoryData) -> dict[str, Task]:
     return {t.id: t for t in loaded}
 
 
-def harvest(data: TrajectoryData) -> tuple[list[dict[str, Any]], HarvestStats]:
+def harvest(data: TrajectoryData, *, host: PluginHost | None = None,
+            ) -> tuple[list[dict[str, Any]], HarvestStats]:
     """Training rows for trajectory distillation, plus what was kept and dropped."""
     if not data.archives and not data.eval_results:
         raise TrainerConfigError("data.archives and data.eval_results are both empty")
     tasks = _load_task_map(data)
-    trajs, stats = collect_trajectories(data, tasks)
+    trajs, stats = collect_trajectories(data, tasks, host=host)
     if not trajs:
         sources = [*data.archives, *(e.results for e in data.eval_results)]
         raise TrainerInfraError(f"no passing candidates found in {sources}")
@@ -358,7 +368,7 @@ class SFTTrainer(Trainer):
         if isinstance(data, CorpusData):
             rows: list[dict[str, Any]] = load_corpus(data)
         else:
-            rows, self.harvest_stats = harvest(data)
+            rows, self.harvest_stats = harvest(data, host=self.host)
             log.info("sft_harvest", **{k: v for k, v in vars(self.harvest_stats).items()})
         dataset = Dataset.from_list(rows)
         if self.config.eval_fraction > 0 and len(rows) >= 2:

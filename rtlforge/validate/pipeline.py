@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from rtlforge.core.errors import (
+    ConfigError,
     InvalidSourceError,
+    RtlforgeError,
     SandboxError,
     SecurityViolation,
     ToolMissingError,
+    is_infra,
 )
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.interfaces import ValidationContext, Validator
@@ -36,9 +39,9 @@ from rtlforge.core.models import (
     Verdict,
 )
 from rtlforge.eda.feedback import make_feedback, source_context
+from rtlforge.eda.verdicts import instrument_testbench, new_nonce
 from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
 from rtlforge.validate.cache import MemoryCache, ResultCache
-from rtlforge.validate.verdicts import instrument_testbench, new_nonce
 
 log = get_logger("rtlforge.pipeline")
 
@@ -202,7 +205,9 @@ class Pipeline:
                     if result.verdict is not Verdict.PASS:
                         self._bundle(workdir, task, candidate, stages)
                         break
-        except SandboxError as exc:
+        except RtlforgeError as exc:  # the workspace or a trusted file could not be set up
+            if not is_infra(exc):
+                raise
             stages.append(_infra_stage("sandbox", str(exc)))
         if len(stages) == 1 and stages[0].verdict is Verdict.PASS:
             stages.append(_infra_stage(
@@ -269,19 +274,20 @@ class Pipeline:
                            seconds=time.perf_counter() - start)
 
     def _run_one(self, validator: Validator, ctx: ValidationContext) -> StageResult:
+        """The validator's result; an error it raises becomes a verdict by :func:`is_infra`."""
         start = time.perf_counter()
+        verdict = Verdict.INFRA_ERROR
         try:
             return validator.validate(ctx)
-        except ToolMissingError as exc:
-            message, category = str(exc), "tool_missing"
-        except SandboxError as exc:
-            message, category = str(exc), "sandbox"
+        except RtlforgeError as exc:
+            message, category = str(exc), _error_category(exc)
+            if not is_infra(exc):  # the design's fault, raised rather than returned
+                verdict = Verdict.FAIL if isinstance(exc, SecurityViolation) else Verdict.ERROR
         except Exception as exc:  # a validator bug is infrastructure, not a verdict
             log.exception("validator_crashed", validator=validator.name)
             message, category = f"validator {validator.name!r} crashed: {exc!r}", "internal_error"
         return StageResult(
-            name=validator.name, verdict=Verdict.INFRA_ERROR,
-            seconds=time.perf_counter() - start,
+            name=validator.name, verdict=verdict, seconds=time.perf_counter() - start,
             feedback=(Feedback(category=category, message=message, stage=validator.name),),
         )
 
@@ -296,6 +302,16 @@ class Pipeline:
         (dest / "stages.json").write_text(
             json.dumps([s.model_dump(mode="json") for s in stages], indent=2)
         )
+
+
+def _error_category(exc: RtlforgeError) -> str:
+    """Feedback category of an error a validator raised (the names agents already know)."""
+    for kind, category in ((ToolMissingError, "tool_missing"), (SandboxError, "sandbox"),
+                           (SecurityViolation, "security"), (InvalidSourceError, "invalid_source"),
+                           (ConfigError, "config")):
+        if isinstance(exc, kind):
+            return category
+    return "infra" if is_infra(exc) else "design_error"
 
 
 def _infra_stage(name: str, message: str) -> StageResult:

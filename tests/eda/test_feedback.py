@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from rtlforge.eda.feedback import (
     source_context,
 )
 from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.testing import skip_unless_tools
 
 BROKEN = Path(__file__).parents[1] / "fixtures" / "broken"
 
@@ -262,8 +262,7 @@ LIVE_CASES = [
 @pytest.mark.parametrize(("fixture", "tool", "category"), LIVE_CASES,
                          ids=[f"{f}-{t}" for f, t, _ in LIVE_CASES])
 def test_live_tool_output_is_classified(fixture: str, tool: str, category: str) -> None:
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed")
+    skip_unless_tools(tool)
     source = (BROKEN / fixture).read_text()
     runner = SandboxRunner()
     with runner.workspace() as run_dir:
@@ -281,8 +280,7 @@ def test_live_tool_output_is_classified(fixture: str, tool: str, category: str) 
 def test_icarus_sorry_with_exit_status_zero() -> None:
     """Icarus 11 accepts this file (exit 0) yet prints sorry: the parse must still flag it
     (as warnings: every exit-0 "sorry" found on Icarus 11 is a benign approximation)."""
-    if shutil.which("iverilog") is None:
-        pytest.skip("iverilog is not installed")
+    skip_unless_tools("iverilog")
     name = "unsupported_rc0.sv"
     runner = SandboxRunner()
     with runner.workspace() as run_dir:

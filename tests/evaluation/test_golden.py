@@ -10,11 +10,11 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import ValidationError
 
-from rtlforge.core.errors import RtlforgeError, SandboxError, ToolMissingError
+from rtlforge.core.errors import DesignError, SandboxError, ToolMissingError, is_infra
 from rtlforge.core.interfaces import PPAEstimator
 from rtlforge.core.interfaces import PPAResult as ReExported
 from rtlforge.core.models import PPAResult, SourceFile, Task
-from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure, is_infra_failure
+from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure
 
 TASK = Task(id="t", spec="", top="t",
             golden=(SourceFile(name="t.v", content="module t; endmodule\n"),))
@@ -65,13 +65,16 @@ def test_ppa_result_is_the_interfaces_model_and_reads_both_spellings() -> None:
 def test_measure_serialises_flat_and_reads_its_own_output_back() -> None:
     measured = PPAMeasure(ppa=PPA)
     assert measured.model_dump() == {"power": 0.5, "delay": 2.0, "area": 30.0, "cells": 7,
-                                     "error": None}
+                                     "error": None, "infra": False}
     again = PPAMeasure.model_validate(measured.model_dump())
     assert again.ok and again.triple() == PPA.triple() and again.cells == 7
-    failed = PPAMeasure(error="PPAError: no clock")
+    failed = PPAMeasure(error="SandboxError: no jail", infra=True)
     assert failed.model_dump() == {"power": None, "delay": None, "area": None, "cells": None,
-                                   "error": "PPAError: no clock"}
-    assert not PPAMeasure.model_validate(failed.model_dump()).ok
+                                   "error": "SandboxError: no jail", "infra": True}
+    back = PPAMeasure.model_validate(failed.model_dump())
+    assert not back.ok and back.infra
+    # records written before ``infra`` existed read back as design errors
+    assert not PPAMeasure.model_validate({"power": None, "error": "PPAError: x"}).infra
     flat = PPAMeasure(power=1.0, delay=2.0, area=3.0, cells=4)  # the flat keyword form
     assert flat.ppa is not None and flat.ppa.area_um2 == 3.0 and flat.cells == 4
 
@@ -111,18 +114,19 @@ def test_infrastructure_failures_raise_and_are_retried(failure: Exception) -> No
     golden = service(est)
     with pytest.raises(type(failure)):
         golden.measure(TASK)
-    assert golden.known(TASK) is None and is_infra_failure(failure)
+    assert golden.known(TASK) is None and is_infra(failure)
     assert golden.measure(TASK).ppa == PPA and est.calls == 2
 
 
 def test_a_design_the_estimator_cannot_measure_is_cached_with_its_error() -> None:
-    class Unmeasurable(RtlforgeError):
+    class Unmeasurable(DesignError):
         pass
 
     est = Scripted(Unmeasurable("no output is driven"))
     golden = service(est)
     first = golden.measure(TASK)
     assert first.error == "Unmeasurable: no output is driven" and not first.ok
+    assert not first.infra
     assert golden.measure(TASK) is first and est.calls == 1
 
 

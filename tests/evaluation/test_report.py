@@ -25,7 +25,7 @@ from rtlforge.evaluation.evaluate import (
 )
 from rtlforge.evaluation.metrics import load_records
 from rtlforge.evaluation.report import render_html, scatter_svg, summarise, write_report
-from rtlforge.evaluation.samples import load_llm_outputs, match_design
+from rtlforge.tasks.samples import load_llm_outputs, match_design
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"

@@ -29,14 +29,15 @@ from rtlforge.core.interfaces import (
     Validator,
 )
 from rtlforge.core.models import Candidate, SourceFile, StageResult, Task, Verdict
+from rtlforge.core.plugins import PluginHost
 from rtlforge.explore.engine import (
     ExploreEvent,
     Explorer,
-    ExploreStore,
     Method,
     format_request_id,
     parse_request_id,
 )
+from rtlforge.explore.store import ExploreStore
 from rtlforge.validate.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +152,7 @@ def test_explorer_records_hvc_archive_and_report(tmp_path: Path) -> None:
     assert result.candidates == 2 * 3 * 2 and result.evaluated == 6 and result.resumed == 0
 
     with _store(tmp_path / "run") as store:
-        recs = store.records()
+        recs = [r.to_json_dict() for r in store.records()]
         front = store.archive.front("t0")
     by = {(r["task"], r["iteration"], r["sample"]): r for r in recs}
     # iteration k: objectives (k, 1, 1), each adding a unit slab; sample 1 is a bug, then a
@@ -191,7 +192,7 @@ class _store:
     """ExploreStore as a context manager (closes its connections)."""
 
     def __init__(self, run: Path) -> None:
-        self.store = ExploreStore(run / "archive.sqlite")
+        self.store = ExploreStore.open(run / "archive.sqlite", PluginHost())
 
     def __enter__(self) -> ExploreStore:
         return self.store
@@ -300,7 +301,8 @@ def test_resume_after_sigkill_loses_nothing_and_repeats_nothing(tmp_path: Path) 
     subprocess.run([sys.executable, str(script)], cwd=ROOT, check=True, timeout=120)
     with sqlite3.connect(db) as conn:
         rows = [json.loads(r[0])["record"] for r in conn.execute("SELECT entry FROM entries")]
-        groups = conn.execute("SELECT COUNT(*) FROM explore_groups").fetchone()[0]
+    with _store(run) as store:
+        groups = len(store.completed_groups())
     keys = [(r["method"], r["task"], r["trial"], r["iteration"], r["sample"]) for r in rows]
     assert len(keys) == 3 * 6 * 2 == len(set(keys))
     assert groups == 3 * 6
@@ -320,7 +322,6 @@ def _plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     import rtlforge.cli as cli_module
     import rtlforge.explore.cli as explore_plugin
     import rtlforge.plugins.generators.replay as gen_replay
-    from rtlforge.core.plugins import PluginHost
     explore_plugin.register_commands(cli)
     base = cli_module.current_host
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import moocore
 import numpy as np
@@ -227,16 +226,16 @@ def test_hvc_rejects_mismatched_dimensions() -> None:
         hvc(H, [1.0, 2.0])
 
 
-def test_hvc_group_latency_smoke() -> None:
-    """Generous bound (the 1 ms target is measured in benchmarks/hvc_latency.py)."""
+def test_hvc_group_at_benchmark_size_is_repeatable() -> None:
+    """The benchmark's shape (50 history points, a group of 16) gives one finite contribution
+    per member, the same on every call. Latency (1 ms target) is measured by
+    benchmarks/hvc_latency.py, not asserted in a test."""
     rng = np.random.default_rng(0)
     history = rng.uniform(0.5, 2.0, (50, 3))
     group = list(rng.uniform(0.5, 2.5, (16, 3)))
-    hvc_group(history, group)
-    start = time.perf_counter()
-    for _ in range(10):
-        hvc_group(history, group)
-    assert (time.perf_counter() - start) / 10 < 0.02
+    first = hvc_group(history, group)
+    assert len(first) == len(group) and all(np.isfinite(first))
+    assert list(hvc_group(history, group)) == list(first)
 
 
 # ------------------------------------------------------------------ dominance

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rtlforge.core.errors import RtlforgeError, ToolMissingError
+from rtlforge.core.errors import DesignError, RtlforgeError, ToolMissingError
 from rtlforge.core.interfaces import PPAEstimator, PPAResult, ValidationContext, Validator
 from rtlforge.core.models import Candidate, SourceFile, StageResult, Task, Verdict
 from rtlforge.core.plugins import PluginHost
@@ -41,10 +41,6 @@ GOLDEN_PPA = (2.0, 4.0, 100.0)  # power mW, delay ns, area um2 of every golden (
 
 
 # ------------------------------------------------------------------------------ fixtures
-
-
-class DesignError(RtlforgeError):
-    """What a real estimator raises for a design it cannot measure."""
 
 
 class FakePPA(PPAEstimator):

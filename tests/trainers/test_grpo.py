@@ -9,7 +9,6 @@ reward then validates (iverilog) and measures (yosys + OpenSTA, bundled generic 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from rtlforge.core.interfaces import Reward
 from rtlforge.tasks.loader import load_tasks
+from rtlforge.testing import requires_tools
 from rtlforge.trainers.datasets import (
     Rollout,
     area_delay_correlation,
@@ -271,8 +271,7 @@ def test_zero_signal_groups_logged(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("yosys") is None or shutil.which("sta") is None
-                    or shutil.which("iverilog") is None, reason="needs iverilog, yosys, sta")
+@requires_tools("iverilog", "yosys", "sta")
 def test_learns_to_pick_better_circuits(tmp_path: Path) -> None:
     """Real HVC reward: Gray FSM 2.0, one-hot FSM 2.23, syntax error 0, shift register 1.73."""
     trainer = _trainer(tmp_path, steps=12, prompts_per_step=2, repeat=2)
@@ -309,8 +308,7 @@ class _Killed(Exception):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("yosys") is None or shutil.which("sta") is None
-                    or shutil.which("iverilog") is None, reason="needs iverilog, yosys, sta")
+@requires_tools("iverilog", "yosys", "sta")
 def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     """Killed after steps 3, 5, 6 and 7, resumed each time from the latest checkpoint.
 

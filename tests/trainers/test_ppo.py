@@ -75,10 +75,8 @@ def scripted_host(fn: Callable[[Sequence[str]], list[float | None]]) -> PluginHo
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rtlforge.testing.tiny_model import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("ppo") / "tiny")
+def tiny(tiny_model: Path) -> Path:
+    return tiny_model  # the session's tiny model, from rtlforge.testing
 
 
 @pytest.fixture(scope="module")

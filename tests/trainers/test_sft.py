@@ -11,6 +11,7 @@ import pytest
 from rtlforge.core.interfaces import ArchiveEntry
 from rtlforge.core.models import Candidate
 from rtlforge.core.plugins import PluginHost
+from rtlforge.plugins.archives import pareto as archives_plugin
 from rtlforge.trainers import plugin
 from rtlforge.trainers.base import TrainerConfigError, parse_config, read_metrics
 
@@ -28,15 +29,15 @@ CORPUS = ["module and2(input a, input b, output y);\n  assign y = a & b;\nendmod
 
 @pytest.fixture(scope="module")
 def host() -> PluginHost:
-    return PluginHost(load_entrypoints=False, plugins=[("trainers", plugin)])
+    # the trainer reads trajectory archives through the host's sqlite archive
+    return PluginHost(load_entrypoints=False,
+                      plugins=[("trainers", plugin), ("pareto", archives_plugin)])
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One tiny model shared by every test (built once, about a second)."""
-    from rtlforge.testing.tiny_model import build_tiny_model
-
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "m"))
+def tiny(tiny_model: Path) -> str:
+    """The session's tiny model (rtlforge.testing), as the path string a config holds."""
+    return str(tiny_model)
 
 
 def _corpus(tmp_path: Path) -> Path:

@@ -12,10 +12,10 @@ from rtlforge.core.errors import RtlforgeError, SecurityViolation, TaskFormatErr
 from rtlforge.core.models import Candidate, PassRule, SourceFile, Task, Verdict
 from rtlforge.core.plugins import PluginHost
 from rtlforge.eda.feedback import parse_iverilog, parse_verilator, parse_yosys
+from rtlforge.eda.verdicts import judge
 from rtlforge.sandbox.security import check_sources
 from rtlforge.tasks.loader import load_samples, load_task
 from rtlforge.validate.pipeline import Pipeline
-from rtlforge.validate.verdicts import judge
 
 VERILOG_WORDS = ["module", "endmodule", "input", "output", "wire", "reg", "assign", "always",
                  "@(posedge clk)", "begin", "end", "if", "else", "case", "endcase", "(", ")",

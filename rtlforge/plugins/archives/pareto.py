@@ -1,9 +1,10 @@
 """Pareto archives (``sqlite``, ``memory``) and the ``rtlforge metrics`` command.
 
-The SQLite archive is the one to use in RL runs: every :meth:`SQLiteArchive.add` is a single
-transaction committed (WAL, ``synchronous=FULL``) before it returns, so a run killed at any
-point, SIGKILL included, loses nothing it was told had been stored and never leaves a
-half-written batch.
+The SQLite archive is the one to use in RL runs and explore: every write (an :meth:`add`, a
+:meth:`put_meta`, or everything inside one :meth:`batch`) is a single transaction committed
+(WAL, ``synchronous=FULL``) before it returns, so a run killed at any point, SIGKILL included,
+loses nothing it was told had been stored and never leaves a half-written batch. The memory
+archive has the same semantics without the durability.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,6 +31,7 @@ CREATE TABLE IF NOT EXISTS entries (
     entry TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS entries_task ON entries (task_id, id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
@@ -50,35 +54,87 @@ def pareto_front(entries: list[ArchiveEntry]) -> list[ArchiveEntry]:
     return [e for e, keep in zip(scored, mask, strict=True) if keep]
 
 
-def _to_json(entry: ArchiveEntry) -> str:
-    """JSON that keeps NaN/inf objectives (pydantic would write null and fail to read it back)."""
-    data = entry.model_dump(mode="json")
-    if entry.objectives is not None:
-        data["objectives"] = list(entry.objectives)
-    return json.dumps(data)
+def _meta_json(value: Any) -> str:
+    """Metadata as JSON text; NaN/inf are kept as the NaN/Infinity constants Python reads back."""
+    return json.dumps(value, allow_nan=True)
+
+
+@dataclass
+class _Staged:
+    """Writes of the open batch, applied together when it ends."""
+
+    entries: list[ArchiveEntry] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)
 
 
 class MemoryArchive(Archive):
-    """In-process archive for tests and short experiments; nothing survives the process."""
+    """In-process archive for tests and short experiments; nothing survives the process.
+
+    Metadata goes through the same JSON as the SQLite archive's, so both read back alike.
+    """
 
     name: ClassVar[str] = "memory"
 
     def __init__(self) -> None:
         self._entries: list[ArchiveEntry] = []
-        self._lock = threading.Lock()
+        self._meta: dict[str, str] = {}
+        # re-entrant: a batch holds it for its whole block and the writes inside take it again
+        self._lock = threading.RLock()
+        self._staged: _Staged | None = None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._lock:
+            if self._staged is not None:  # nested: part of the outer batch
+                yield
+                return
+            self._staged = staged = _Staged()
+            try:
+                yield
+            finally:
+                self._staged = None
+            self._entries.extend(staged.entries)
+            self._meta.update(staged.meta)
 
     def add(self, entries: Iterable[ArchiveEntry]) -> None:
         batch = list(entries)  # materialise first: a failing iterator adds nothing
-        with self._lock:
-            self._entries.extend(batch)
+        with self.batch():
+            assert self._staged is not None
+            self._staged.entries.extend(batch)
 
     def entries(self, task_id: str | None = None) -> Iterator[ArchiveEntry]:
         with self._lock:
-            snapshot = list(self._entries)
+            snapshot = list(self._entries) + (self._staged.entries if self._staged else [])
         return iter([e for e in snapshot if task_id is None or e.task_id == task_id])
 
     def front(self, task_id: str) -> list[ArchiveEntry]:
         return pareto_front(list(self.entries(task_id)))
+
+    def _stored_meta(self) -> dict[str, str]:
+        return {**self._meta, **(self._staged.meta if self._staged else {})}
+
+    def put_meta(self, key: str, value: Any, *, overwrite: bool = True) -> bool:
+        text = _meta_json(value)
+        with self.batch():
+            assert self._staged is not None
+            if not overwrite and key in self._stored_meta():
+                return False
+            self._staged.meta[key] = text
+        return True
+
+    def get_meta(self, key: str) -> Any:
+        with self._lock:
+            text = self._stored_meta().get(key)
+        return json.loads(text) if text is not None else None
+
+    def meta(self, prefix: str = "") -> dict[str, Any]:
+        with self._lock:
+            stored = self._stored_meta()
+        return {k: json.loads(v) for k, v in sorted(stored.items()) if k.startswith(prefix)}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries) + (len(self._staged.entries) if self._staged else 0)
 
 
 class SQLiteArchive(Archive):
@@ -89,29 +145,44 @@ class SQLiteArchive(Archive):
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # autocommit mode: transactions are opened explicitly, so each add is exactly one
+        # autocommit mode: transactions are opened explicitly, one per write or batch
         self._conn = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
-        self._lock = threading.Lock()
+        # re-entrant: a batch holds it for its whole block and the writes inside take it again
+        self._lock = threading.RLock()
+        self._in_batch = False
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.executescript(_SCHEMA)
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE … COMMIT`` around the block; ROLLBACK when it raises."""
+        with self._lock:
+            if self._in_batch:  # nested: part of the outer transaction
+                yield
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._in_batch = True
+            try:
+                yield
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:  # the block raised, or COMMIT itself failed
+                    self._conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._in_batch = False
+
     def add(self, entries: Iterable[ArchiveEntry]) -> None:
         """Store a batch atomically; it is committed to disk before this returns."""
-        rows = [(e.task_id, _to_json(e)) for e in entries]
+        rows = [(e.task_id, e.model_dump_json()) for e in entries]
         if not rows:
             return
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany("INSERT INTO entries (task_id, entry) VALUES (?, ?)", rows)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        with self.batch():
+            self._conn.executemany("INSERT INTO entries (task_id, entry) VALUES (?, ?)", rows)
 
     def entries(self, task_id: str | None = None) -> Iterator[ArchiveEntry]:
         """A snapshot in insertion order (read eagerly, so writers are never blocked by it)."""
@@ -127,6 +198,26 @@ class SQLiteArchive(Archive):
     def front(self, task_id: str) -> list[ArchiveEntry]:
         return pareto_front(list(self.entries(task_id)))
 
+    def put_meta(self, key: str, value: Any, *, overwrite: bool = True) -> bool:
+        text = _meta_json(value)
+        verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
+        with self.batch():
+            cursor = self._conn.execute(f"{verb} INTO meta (key, value) VALUES (?, ?)",
+                                        (key, text))
+            return cursor.rowcount > 0
+
+    def get_meta(self, key: str) -> Any:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row is not None else None
+
+    def meta(self, prefix: str = "") -> dict[str, Any]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key",
+                (len(prefix), prefix)).fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
@@ -134,12 +225,6 @@ class SQLiteArchive(Archive):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-    def __enter__(self) -> SQLiteArchive:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 # --------------------------------------------------------------------------------------------

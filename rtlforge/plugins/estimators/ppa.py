@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rtlforge.core.errors import (
+    DesignError,
     InvalidSourceError,
     RtlforgeError,
     SecurityViolation,
-    ToolMissingError,
+    is_infra,
 )
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import PPAEstimator, PPAResult
@@ -41,6 +42,7 @@ from rtlforge.core.models import Candidate, SourceFile, ToolInfo, ToolSpec
 from rtlforge.eda.liberty import (
     GENERIC_LIBERTY,
     SKY130_DONT_USE,
+    LibertyError,
     LibertyInfo,
     liberty_info,
     prepare_liberty,
@@ -55,8 +57,11 @@ if TYPE_CHECKING:
 __all__ = ["PPAError", "PPATimeoutError", "YosysAbcPPA", "YosysStaPPA", "resolve_liberty"]
 
 
-class PPAError(RtlforgeError):
+class PPAError(DesignError):
     """The design could not be measured: it does not synthesise, has no timed path, ...
+
+    A design error: an estimator that cannot run at all (tool missing, sandbox down, a liberty
+    the tools cannot read) raises an infrastructure or configuration error instead.
 
     ``log`` carries the relevant tool output (clipped) for people and refinement agents.
     """
@@ -68,7 +73,7 @@ class PPAError(RtlforgeError):
 
 
 class PPATimeoutError(PPAError):
-    """A PPA tool ran out of time on this design."""
+    """A PPA tool ran out of time on this design (its own limit, like a ``timeout`` verdict)."""
 
 
 #: Ports taken as the clock when the caller names none (compared case-insensitively).
@@ -385,9 +390,8 @@ class _StaProcess:
         out = self._exchange(f"read_liberty {{{self.liberty}}}", timeout=max(self.timeout, 120))
         error = _TCL_ERROR.search(out)
         if error:
-            self.stop()
-            raise PPAError(f"sta cannot read {self.liberty.name}: {error.group(1)}",
-                           stage="sta", log=out)
+            self.stop()  # the library's fault, not any design's: every query would fail
+            raise LibertyError(f"sta cannot read {self.liberty.name}: {error.group(1)}")
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -717,9 +721,7 @@ def register_commands(cli: Any) -> None:
         import sys
 
         from rtlforge.cli import EXIT_INFRA, EXIT_NOT_PASSED
-        from rtlforge.core.errors import SandboxError
         from rtlforge.core.models import SourceFile
-        from rtlforge.eda.liberty import LibertyError
 
         try:
             files = tuple(SourceFile(name=p.name, content=p.read_text()) for p in designs)
@@ -734,16 +736,17 @@ def register_commands(cli: Any) -> None:
         try:
             result = est.estimate(candidate, top, SandboxRunner(Limits(timeout_s=timeout)),
                                   clock=clock, period_ns=period)
-        except (ToolMissingError, SandboxError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_INFRA)
-        except PPAError as exc:
+        except RtlforgeError as exc:
+            if is_infra(exc):  # tool missing, sandbox down: nothing is known about the design
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(EXIT_INFRA)
+            stage, log = (exc.stage, exc.log) if isinstance(exc, PPAError) else (None, "")
             if as_json:
-                click.echo(json.dumps({"error": str(exc), "stage": exc.stage}))
+                click.echo(json.dumps({"error": str(exc), "stage": stage}))
             else:
                 click.echo(f"error: {exc}", err=True)
-                if exc.log:
-                    click.echo(exc.log[-2000:], err=True)
+                if log:
+                    click.echo(log[-2000:], err=True)
             sys.exit(EXIT_NOT_PASSED)
         summary = {
             "area_um2": result.area_um2, "delay_ns": result.delay_ns,

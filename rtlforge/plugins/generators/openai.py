@@ -24,10 +24,10 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from rtlforge import __version__
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import (
     Generation,
@@ -63,6 +63,14 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _N_REJECT_STATUSES = frozenset({400, 422})
 _SNIPPET_CHARS = 300
 _READ_CHUNK = 64 * 1024
+
+
+def _version() -> str:
+    """The installed rtlforge version, for the User-Agent (a source tree without metadata: 0)."""
+    try:
+        return metadata.version("rtlforge")
+    except metadata.PackageNotFoundError:
+        return "0"
 
 
 class _NRejected(Exception):
@@ -164,7 +172,7 @@ class OpenAIGenerator(ScopedGenerator):
         self._headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
-            "User-Agent": f"rtlforge/{__version__}",
+            "User-Agent": f"rtlforge/{_version()}",
             **dict(headers or {}),
         }
         if any(k.lower() == "authorization" for k in self._headers):

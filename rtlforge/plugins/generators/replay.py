@@ -2,7 +2,7 @@
 
 Recordings come from a JSONL file (``{"task_id", "completion", "method"?, "trial"?,
 "iteration"?, "sample_index"?}`` per line) or from a folder of per-trial model outputs such as
-RTLLM's ``_chatgpt4/t1..t5/<design>.v`` (read with :mod:`rtlforge.evaluation.samples`, so the
+RTLLM's ``_chatgpt4/t1..t5/<design>.v`` (read with :mod:`rtlforge.tasks.samples`, so the
 same file-to-task matching and the same unmatched-file bookkeeping apply).
 
 A request is answered from the recordings of ``request.task.id`` that pass the selectors, in a
@@ -28,9 +28,9 @@ from rtlforge.core.interfaces import (
 )
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Task
-from rtlforge.evaluation.samples import MatchedFile, load_llm_outputs
 from rtlforge.generation.base import ScopedGenerator, make_generation
 from rtlforge.tasks.loader import load_rtllm, load_samples
+from rtlforge.tasks.samples import MatchedFile, load_llm_outputs
 
 log = get_logger("rtlforge.generators.replay")
 

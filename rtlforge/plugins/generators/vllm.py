@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Generation, GenerationRequest, SamplingParams
 from rtlforge.generation.base import GenerationError, make_generation
-from rtlforge.plugins.generators.transformers import (
+from rtlforge.generation.local import (
     LocalGenerator,
     batched,
     check_model_dir,

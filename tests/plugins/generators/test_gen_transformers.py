@@ -22,13 +22,9 @@ import rtlforge.plugins.generators.vllm as gen_vllm
 from rtlforge.core.errors import RtlforgeError, ToolMissingError
 from rtlforge.core.interfaces import GenerationRequest, SamplingParams
 from rtlforge.core.plugins import PluginHost
-from rtlforge.plugins.generators.transformers import (
-    ExtraMissingError,
-    GenerationCancelled,
-    GenerationError,
-    ModelLoadError,
-    TransformersGenerator,
-)
+from rtlforge.generation.base import GenerationCancelled, GenerationError
+from rtlforge.generation.local import ExtraMissingError, ModelLoadError
+from rtlforge.plugins.generators.transformers import TransformersGenerator
 from rtlforge.plugins.generators.vllm import VLLMGenerator
 
 
@@ -51,13 +47,12 @@ PROMPTS = ["Write an 8-bit adder.", "mux", "A counter module with an enable inpu
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_model(tiny_model: Path) -> Path:
+    """rtlforge.testing's tiny model, with torch on one thread."""
     import torch
 
-    from rtlforge.testing import build_tiny_model
-
     torch.set_num_threads(1)  # 10-40x faster than the default on small CPU boxes
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return tiny_model
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +37,7 @@ from rtlforge.plugins.generators.symbolic.logic_min import (
     solve,
     try_solve,
 )
+from rtlforge.testing import requires_tools
 
 Env = dict[str, int]
 Oracle = Callable[[Env], dict[str, int | None]]
@@ -110,7 +110,7 @@ def check_iverilog(sol: Solution, oracle: Oracle, tmp_path: Path) -> None:
     assert "ALL_PASS" in run.stdout, run.stdout + sol.verilog
 
 
-needs_iverilog = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog missing")
+needs_iverilog = requires_tools("iverilog")
 
 
 # ------------------------------------------------------------------------------- solvable specs

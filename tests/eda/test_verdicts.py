@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -11,8 +10,7 @@ import pytest
 
 from rtlforge.core.models import PassRule, SourceFile, Verdict
 from rtlforge.eda.feedback import parse_iverilog
-from rtlforge.sandbox.runner import SandboxRunner
-from rtlforge.validate.verdicts import (
+from rtlforge.eda.verdicts import (
     Judgement,
     end_marker,
     instrument_testbench,
@@ -20,6 +18,8 @@ from rtlforge.validate.verdicts import (
     marker,
     new_nonce,
 )
+from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.testing import skip_unless_tools
 
 NONCE = "0123456789abcdef"
 TAG = marker(NONCE)
@@ -228,11 +228,6 @@ def test_judge_is_fast_on_large_output() -> None:
 # ---------------------------------------------------------------- end to end with Icarus
 
 
-def _needs_icarus() -> None:
-    if shutil.which("iverilog") is None or shutil.which("vvp") is None:
-        pytest.skip("Icarus Verilog (iverilog, vvp) is not installed")
-
-
 def simulate(files: dict[str, str], testbench: str, nonce: str | None,
              runner: SandboxRunner | None = None, support: dict[str, Path] | None = None,
              ) -> Judgement:
@@ -287,7 +282,7 @@ endmodule
 
 @pytest.mark.tools
 def test_forging_design_cannot_pass_real_simulation() -> None:
-    _needs_icarus()
+    skip_unless_tools("iverilog", "vvp")
     assert simulate({"design.v": GOOD_ADDER}, ADDER_TB, new_nonce()).verdict is Verdict.PASS
     # Without instrumentation the forgery works; with a nonce it is caught.
     assert simulate({"design.v": FORGING_ADDER}, ADDER_TB, None).verdict is Verdict.PASS
@@ -321,7 +316,7 @@ def _rtllm_designs() -> list[Path]:
 def test_rtllm_goldens_pass_under_icarus() -> None:
     if not RTLLM.is_dir():
         pytest.skip(f"RTLLM benchmark data not found at {RTLLM} (needs ../shared)")
-    _needs_icarus()
+    skip_unless_tools("iverilog", "vvp")
     designs = _rtllm_designs()
     assert len(designs) == 50
     runner = SandboxRunner()
