@@ -58,8 +58,8 @@ BRANCH: dict[str, str] = {
     "rtlforge.generation.base:GenerationHTTPError": INFRA,
     "rtlforge.generation.base:MalformedResponseError": INFRA,
     "rtlforge.generation.base:ResponseTooLargeError": INFRA,
-    "rtlforge.plugins.generators.transformers:ModelLoadError": INFRA,
-    "rtlforge.plugins.generators.transformers:ExtraMissingError": INFRA,
+    "rtlforge.generation.local:ModelLoadError": INFRA,
+    "rtlforge.generation.local:ExtraMissingError": INFRA,
     "rtlforge.rewards.ast:ASTBackendUnavailable": INFRA,  # a missing optional extra
     "rtlforge.rewards.ast:SimilarityBudgetExceeded": INFRA,  # the harness's own time budget
     "rtlforge.trainers.base:TrainerInfraError": INFRA,
@@ -90,8 +90,8 @@ KEPT_BASES: dict[str, type[BaseException]] = {
     "rtlforge.evaluation.metrics:RecordsError": ValueError,
     "rtlforge.pareto.hypervolume:InvalidObjectivesError": ValueError,
     "rtlforge.trainers.base:TrainerConfigError": ValueError,
-    "rtlforge.plugins.generators.transformers:ExtraMissingError": ToolMissingError,
-    "rtlforge.plugins.generators.transformers:ModelLoadError":
+    "rtlforge.generation.local:ExtraMissingError": ToolMissingError,
+    "rtlforge.generation.local:ModelLoadError":
         importlib.import_module("rtlforge.generation.base").GenerationError,
 }
 BRANCH_CLASS = {INFRA: InfraError, DESIGN: DesignError, CONFIG: ConfigError}
