@@ -32,9 +32,9 @@ class PPAMeasure(BaseModel):
     ``infra`` marks an error that says nothing about the design (:func:`is_infra`): such a
     measurement is missing, not bad, and may be retried.
 
-    Serialised flat, ``{"power", "delay", "area", "cells", "error", "infra"}``: the shape eval
-    summaries, explore archives and candidates files have always had, so old runs read back
-    unchanged (``infra`` absent reads as False).
+    Serialised flat, ``{"power", "delay", "area", "cells", "error"}`` plus ``"infra": true`` on
+    an infrastructure error: the shape eval summaries, explore archives and candidates files
+    have always had, so old runs read back and write back unchanged.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -69,9 +69,12 @@ class PPAMeasure(BaseModel):
     @model_serializer(mode="plain")
     def _to_flat(self) -> dict[str, Any]:
         ppa = self.ppa
-        return {"power": ppa.power_mw if ppa else None, "delay": ppa.delay_ns if ppa else None,
+        flat = {"power": ppa.power_mw if ppa else None, "delay": ppa.delay_ns if ppa else None,
                 "area": ppa.area_um2 if ppa else None, "cells": ppa.cells if ppa else None,
-                "error": self.error, "infra": self.infra}
+                "error": self.error}
+        if self.infra:  # only then: every record written before the flag reads back the same
+            flat["infra"] = True
+        return flat
 
     @property
     def ok(self) -> bool:

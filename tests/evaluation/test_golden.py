@@ -65,7 +65,7 @@ def test_ppa_result_is_the_interfaces_model_and_reads_both_spellings() -> None:
 def test_measure_serialises_flat_and_reads_its_own_output_back() -> None:
     measured = PPAMeasure(ppa=PPA)
     assert measured.model_dump() == {"power": 0.5, "delay": 2.0, "area": 30.0, "cells": 7,
-                                     "error": None, "infra": False}
+                                     "error": None}
     again = PPAMeasure.model_validate(measured.model_dump())
     assert again.ok and again.triple() == PPA.triple() and again.cells == 7
     failed = PPAMeasure(error="SandboxError: no jail", infra=True)
