@@ -42,18 +42,33 @@ def current_host() -> PluginHost:
 
     It lives on the root click context, so the allow/block lists read when it is created hold
     for every command, and plugins are loaded once per invocation. Outside a click context (a
-    command's function called directly) it is a fresh host.
+    command's function called directly) it is a fresh :meth:`PluginHost.default`.
     """
     from rtlforge.core.plugins import PluginHost
 
     ctx = click.get_current_context(silent=True)
     if ctx is None:
-        return PluginHost()
+        return PluginHost.default()
     root = ctx.find_root()
     host = root.meta.get(_HOST_KEY)
     if host is None:
-        host = root.meta[_HOST_KEY] = PluginHost()
+        host = root.meta[_HOST_KEY] = PluginHost.default()
     return host
+
+
+def plugin_options(kind: str, name: str, items: tuple[str, ...], flag: str) -> dict[str, Any]:
+    """``--*-option KEY=VALUE`` values for one plugin, typed by its options model.
+
+    Unknown keys and values of the wrong type are usage errors naming the plugin's options,
+    so nothing is guessed (see ``rtlforge plugins`` for what each plugin takes).
+    """
+    from rtlforge.core.options import parse_option_strings
+
+    try:
+        model = current_host().options_model(kind, name)
+        return parse_option_strings(model, items, flag=flag, what=f"{kind} {name!r}")
+    except RtlforgeError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 def _source(path: Path) -> SourceFile:
@@ -154,13 +169,16 @@ def _print_report(report: ValidationReport) -> None:
 @click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus",
               show_default=True)
 @click.option("--synth", is_flag=True, help="Also synthesise with yosys (latches, loops, cells).")
+@click.option("--extra", "extras", multiple=True, metavar="NAME",
+              help="Also run validator plugin NAME, where its order places it (repeatable; "
+                   "see `rtlforge plugins`).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Wall-clock seconds per tool run.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[Path, ...],
-             top: str | None, simulator: str, synth: bool, timeout: float,
-             as_json: bool) -> None:
-    """Validate DESIGN files: security check, lint, simulate, (synthesise)."""
+             top: str | None, simulator: str, synth: bool, extras: tuple[str, ...],
+             timeout: float, as_json: bool) -> None:
+    """Validate DESIGN files: security check, lint, simulate, (synthesise), extra checks."""
     from rtlforge.validate.pipeline import Pipeline
 
     try:
@@ -173,7 +191,8 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
         )
         candidate = Candidate(files=tuple(files))
         pipeline = Pipeline.build(current_host(), simulator=simulator, synth=synth,
-                                  simulate=testbench is not None, timeout=timeout)
+                                  simulate=testbench is not None, extra=extras,
+                                  timeout=timeout)
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
     report = pipeline.validate(task, candidate)
@@ -187,18 +206,42 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def plugins(as_json: bool) -> None:
-    """List plugins, their versions and what they register."""
-    infos = current_host().describe()
+    """List plugin kinds, plugins, their versions, what they register and its options."""
+    from dataclasses import asdict
+
+    host = current_host()
+    infos = host.describe()
+
+    def options(kind: str, name: str) -> list[dict[str, Any]]:
+        try:
+            return [asdict(o) for o in host.options(kind, name)]
+        except RtlforgeError as exc:  # a plugin's options that cannot be read: say so
+            return [{"name": "?", "type": "?", "required": False, "default": None,
+                     "description": f"options unavailable: {exc}"}]
+
+    kinds = [{"name": k.name, "interface": f"{k.interface.__module__}.{k.interface.__qualname__}",
+              "hook": k.hook, "description": k.description} for k in host.kinds()]
     if as_json:
-        click.echo(json.dumps({"plugins": [
+        click.echo(json.dumps({"kinds": kinds, "plugins": [
             {"name": i.name, "version": i.version, "distribution": i.distribution,
-             "registers": i.registers, "error": i.error} for i in infos]}))
+             "registers": i.registers, "kinds": i.kinds, "error": i.error,
+             "options": {kind: {n: options(kind, n) for n in sorted(names)}
+                         for kind, names in sorted(i.registers.items())}}
+            for i in infos]}, default=str))
         return
+    click.echo("kinds: " + ", ".join(k["name"] for k in kinds))
     for info in infos:
         line = f"{info.name} ({info.distribution or 'in-process'} {info.version or ''})".strip()
         click.echo(line)
+        if info.kinds:
+            click.echo(f"  declares kinds: {', '.join(info.kinds)}")
         for kind, names in sorted(info.registers.items()):
             click.echo(f"  {kind}: {', '.join(sorted(names))}")
+            for name in sorted(names):
+                for opt in options(kind, name):
+                    default = "required" if opt["required"] else f"default {opt['default']!r}"
+                    help_text = f"  {opt['description']}" if opt["description"] else ""
+                    click.echo(f"      {name}.{opt['name']}: {opt['type']} ({default}){help_text}")
         if info.error:
             click.secho(f"  error: {info.error}", fg="red")
 
@@ -340,6 +383,9 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
               help="PPA estimator plugin (see `rtlforge plugins`).")
 @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Liberty file for the PPA estimator (default: its bundled library).")
+@click.option("--estimator-option", "estimator_options", multiple=True, metavar="KEY=VALUE",
+              help="An option of the PPA estimator, typed by its options model (repeatable; "
+                   "see `rtlforge plugins`).")
 @click.option("--ast", "with_ast", is_flag=True,
               help="AST similarity of each sample to the golden.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -347,7 +393,8 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
 def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out: Path | None,
              workers: int | None, simulator: str, synth: bool, timeout: float,
              as_json: bool, samples_dirs: tuple[Path, ...], methods: tuple[str, ...],
-             ppa: bool, estimator: str, liberty: Path | None, with_ast: bool,
+             ppa: bool, estimator: str, liberty: Path | None,
+             estimator_options: tuple[str, ...], with_ast: bool,
              report_dir: Path | None) -> None:
     """Score samples with the unbiased pass@k; optionally PPA, Pareto metrics and a report.
 
@@ -380,9 +427,13 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
         host = current_host()
         pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout)
-        ppa_estimator = (host.create("ppa_estimator", estimator,
-                                     **({"liberty": str(liberty)} if liberty else {}))
-                         if ppa else None)
+        ppa_estimator = None
+        if ppa:
+            est_options = plugin_options("ppa_estimator", estimator, estimator_options,
+                                         "--estimator-option")
+            if liberty:
+                est_options["liberty"] = str(liberty)
+            ppa_estimator = host.create("ppa_estimator", estimator, **est_options)
         ast_reward = host.create("reward", "ast-similarity") if with_ast else None
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
@@ -424,9 +475,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             except RtlforgeError as exc:
                 raise click.UsageError(str(exc)) from exc
             finally:
-                close = getattr(ppa_estimator, "close", None)
-                if callable(close):
-                    close()  # persistent sta sessions
+                if ppa_estimator is not None:
+                    ppa_estimator.close()  # persistent sta sessions
     result = detailed.result
     _warn_ppa_failures(detailed)
 

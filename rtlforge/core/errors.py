@@ -17,6 +17,8 @@ verdict, reward and metric must answer is *whose fault is it*:
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RtlforgeError(Exception):
     """Base of every error rtlforge raises on purpose."""
@@ -120,3 +122,12 @@ class TaskFormatError(ConfigError):
 
 class PluginError(ConfigError):
     """A plugin could not be loaded, or a requested plugin is unknown."""
+
+
+class PluginOptionsError(PluginError):
+    """Options given to a plugin do not match its options model (unknown, missing, mistyped);
+    ``errors`` holds pydantic's per-option details when there are any."""
+
+    def __init__(self, message: str, *, errors: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []

@@ -1,7 +1,7 @@
 """Hook specifications: the only contract between rtlforge and its plugins.
 
-Every hook receives a ``register`` callable. A plugin calls it once per thing it contributes,
-with the class (or a zero-argument factory) that implements the matching interface::
+Every ``register_*`` hook receives a ``register`` callable. A plugin calls it once per thing it
+contributes, with the class (or a factory) that implements the matching interface::
 
     from rtlforge import hookimpl
 
@@ -9,13 +9,18 @@ with the class (or a zero-argument factory) that implements the matching interfa
     def register_validators(register):
         register(MyValidator)
 
-Built-in plugins use exactly these hooks and are discovered through the same ``rtlforge``
-entry-point group as third-party ones.
+The contract is open, like pytest's ``pytest_addhooks``: a plugin may add hook specifications of
+its own (:func:`register_hookspecs`) and declare new plugin kinds (:func:`register_plugin_kinds`),
+each a name, an interface ABC and the ``register_*`` hook that collects it. An orchestration
+package can so add ``register_agent_roles`` without touching the core. The six built-in kinds are
+declared through the same hook (see ``rtlforge.core.interfaces.BUILTIN_KINDS``), and built-in
+plugins are discovered through the same ``rtlforge`` entry-point group as third-party ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pluggy
@@ -24,7 +29,37 @@ PROJECT = "rtlforge"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-Register = Callable[[Any], None]
+Register = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class PluginKind:
+    """One kind of plugin: what ``PluginHost.get(kind, name)`` hands out.
+
+    ``hook`` names the ``register_*`` hook (a spec with one ``register`` argument) through which
+    plugins contribute ``interface`` implementations; it may be a spec the declaring plugin adds
+    itself with :func:`register_hookspecs`.
+    """
+
+    name: str
+    interface: type
+    hook: str
+    description: str = ""
+
+
+@hookspec
+def register_hookspecs(register: Register) -> None:
+    """Add hook specifications: ``register(module_or_class)`` holding ``@hookspec`` functions.
+
+    Called when the plugin is added, before its own hooks are checked, so a plugin may implement
+    the hooks it declares. Plugins that implement hooks another plugin declares work whatever the
+    order the two are loaded in, as long as both are loaded when the host is created.
+    """
+
+
+@hookspec
+def register_plugin_kinds(register: Register) -> None:
+    """Declare new plugin kinds: ``register(PluginKind(name, interface, hook))``."""
 
 
 @hookspec
@@ -60,14 +95,3 @@ def register_trainers(register: Register) -> None:
 @hookspec
 def register_commands(cli: Any) -> None:
     """Add click commands to the ``rtlforge`` CLI group."""
-
-
-#: hook name -> plugin kind (see ``rtlforge.core.interfaces.PLUGIN_KINDS``)
-REGISTER_HOOKS: dict[str, str] = {
-    "register_validators": "validator",
-    "register_generators": "generator",
-    "register_ppa_estimators": "ppa_estimator",
-    "register_rewards": "reward",
-    "register_archives": "archive",
-    "register_trainers": "trainer",
-}

@@ -1,28 +1,114 @@
-"""The six plugin interfaces of the core.
+"""The six built-in plugin interfaces of the core, and the runner they talk to tools through.
 
-Each is an ABC with a class-level ``name``; plugins register the class (or a factory returning an
-instance) through the hooks in :mod:`rtlforge.core.hookspecs`. Interfaces are batch-first where a
-batch is the natural unit (generation, rewards, PPA in RL loops), and every method that touches an
-external tool reports infrastructure failures distinctly from verdicts about the design.
+Each is an ABC derived from :class:`Plugin` (a class-level ``name`` and optional ``Options``);
+plugins register the class (or a factory returning an instance) through the hooks in
+:mod:`rtlforge.core.hookspecs`. What a caller may rely on is declared here, with defaults, rather
+than probed for: a validator's ``order`` and ``toolchain``, a reward's ``needs_ppa`` and
+``score_detailed``, an estimator's ``close``, a trainer's ``config_class`` and ``from_config``.
+Interfaces are batch-first where a batch is the natural unit (generation, rewards, PPA in RL
+loops), and every method that touches an external tool reports infrastructure failures distinctly
+from verdicts about the design. :data:`BUILTIN_KINDS` declares these six kinds to the plugin host
+the same way a plugin declares a new one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# PPAResult is re-exported here (it was defined in this module): the model is in core.models.
-from rtlforge.core.models import Candidate, PPAResult, StageResult, Task, ToolSpec
+from rtlforge.core.hookspecs import PluginKind
 
-if TYPE_CHECKING:
-    from rtlforge.sandbox.runner import SandboxRunner
+# PPAResult is re-exported here (it was defined in this module): the model is in core.models.
+from rtlforge.core.models import (
+    Candidate,
+    PPAResult,
+    SourceFile,
+    StageResult,
+    Task,
+    ToolInfo,
+    ToolSpec,
+)
+
+# --------------------------------------------------------------------------------------------
+# Runner: what validators and estimators need from the sandbox
+# --------------------------------------------------------------------------------------------
+
+#: Who wrote a file handed to :meth:`Runner.put` (decides how strictly the gate checks it).
+FileRole = Literal["design", "testbench", "netlist", "trusted"]
+
+
+class ToolResult(Protocol):
+    """One finished tool run (``rtlforge.sandbox.runner.ToolRun`` is the implementation)."""
+
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def output_overflow(self) -> bool: ...
+    @property
+    def tool(self) -> ToolInfo | None: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def output(self) -> str: ...
+
+
+class Runner(Protocol):
+    """The sandbox as plugins see it; ``rtlforge.sandbox.runner.SandboxRunner`` satisfies it.
+
+    Declared here so the interfaces need nothing outside the core: tools run only inside a
+    :meth:`workspace`, files get in only through :meth:`put` (the security gate), and
+    long-lived tools (an interactive ``sta``) start through :meth:`spawn` under the same jail.
+    """
+
+    @property
+    def limits(self) -> Any: ...  # the default per-run limits (``sandbox.runner.Limits``)
+
+    def workspace(self, prefix: str = ...) -> AbstractContextManager[Path]: ...
+
+    def put(self, workdir: str | Path, files: Sequence[SourceFile], *, role: FileRole,
+            readable: Iterable[str] | None = None,
+            rewrite: Callable[[SourceFile], str] | None = None) -> tuple[SourceFile, ...]: ...
+
+    def run(self, argv: Sequence[str], cwd: str | Path, *, timeout: float | None = None,
+            limits: Any = None, env: Mapping[str, str] | None = None, stdin: str | None = None,
+            ro_paths: Sequence[str | Path] = (), tool: ToolSpec | None = None) -> ToolResult: ...
+
+    def spawn(self, argv: Sequence[str], cwd: str | Path, *, limits: Any = None,
+              ro_paths: Sequence[str | Path] = (), merge_stderr: bool = True,
+              tool: ToolSpec | None = None) -> Any: ...
+
+
+# --------------------------------------------------------------------------------------------
+# Plugin
+# --------------------------------------------------------------------------------------------
+
+
+class Plugin(ABC):
+    """What every plugin class declares: its registered ``name`` and its ``Options``.
+
+    ``Options`` is a pydantic model (``extra="forbid"``, e.g. a subclass of
+    ``rtlforge.core.options.PluginOptions``) that ``PluginHost.create`` validates keyword
+    options against. Left as None, the model is derived from what the class already declares:
+    a dataclass's fields, or the keyword parameters of ``__init__``.
+    """
+
+    name: ClassVar[str]
+    Options: ClassVar[type[BaseModel] | None] = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -45,7 +131,7 @@ class ValidationContext:
     task: Task
     candidate: Candidate
     workdir: Path
-    runner: SandboxRunner
+    runner: Runner
     timeout: float = 60.0
     options: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[Any, Any] = field(default_factory=dict)
@@ -63,15 +149,21 @@ class ValidationContext:
         return [f.name for f in self.task.testbench]
 
 
-class Validator(ABC):
+class Validator(Plugin):
     """One stage of the validation pipeline (lint, simulate, synthesise, ...).
 
-    ``stage`` orders validators inside a pipeline; ``needs_testbench`` lets the pipeline skip a
-    stage for tasks without one instead of failing the design.
+    ``order`` places the validator in a pipeline (ascending; equal orders keep the order they
+    were given in). The built-ins are spaced so a third-party check fits between them: lint 100,
+    simulate 200, synthesise 300; the default, 400, runs after them. ``stage`` is a label
+    (``lint``, ``simulate``, ``synth`` or anything else) and ``toolchain`` names the tool family
+    (``icarus``, ``verilator``, ``yosys``): ``Pipeline.build`` picks its lint, simulation and
+    synthesis validators by the two, so it names no tool. ``needs_testbench`` lets the pipeline
+    skip a stage for tasks without one instead of failing the design.
     """
 
-    name: ClassVar[str]
     stage: ClassVar[str] = "custom"
+    order: ClassVar[int] = 400
+    toolchain: ClassVar[str | None] = None
     needs_testbench: ClassVar[bool] = False
 
     #: The external tools this validator runs, with install hints and version flags
@@ -169,15 +261,13 @@ class GenerationUsage(BaseModel):
     latency_s: float = 0.0  # summed wall time of successful calls
 
 
-class Generator(ABC):
+class Generator(Plugin):
     """Turns prompts into samples.
 
     ``cancel``, ``close``, ``usage`` and the context-manager protocol have safe defaults, so a
     generator only has to implement :meth:`generate`; those that talk to servers or hold devices
     override them.
     """
-
-    name: ClassVar[str]
 
     @abstractmethod
     def generate(
@@ -218,13 +308,14 @@ class Generator(ABC):
 # --------------------------------------------------------------------------------------------
 
 
-class PPAEstimator(ABC):
-    name: ClassVar[str]
+class PPAEstimator(Plugin):
+    """Measures power, performance and area of a design that passed validation."""
+
     #: The external tools this estimator runs (see ``Validator.tools``).
     tools: ClassVar[tuple[ToolSpec, ...]] = ()
 
     @abstractmethod
-    def estimate(self, candidate: Candidate, top: str, runner: SandboxRunner, *,
+    def estimate(self, candidate: Candidate, top: str, runner: Runner, *,
                  clock: str | None = None, period_ns: float | None = None) -> PPAResult:
         """Measure one design that already passed validation.
 
@@ -233,7 +324,7 @@ class PPAEstimator(ABC):
         """
 
     def estimate_many(
-        self, candidates: Sequence[Candidate], top: str, runner: SandboxRunner, *,
+        self, candidates: Sequence[Candidate], top: str, runner: Runner, *,
         clock: str | None = None, period_ns: float | None = None,
     ) -> list[PPAResult | Exception]:
         """Batch form; errors are returned in place so one bad design does not sink the batch."""
@@ -257,16 +348,41 @@ class PPAEstimator(ABC):
 # --------------------------------------------------------------------------------------------
 
 
-class Reward(ABC):
-    """Batch-first reward: ``None`` means abstain (infrastructure failure), never a zero score."""
+class ScoredCompletion(Protocol):
+    """What :meth:`Reward.score_detailed` returns per completion: at least its ``reward``."""
 
-    name: ClassVar[str]
+    @property
+    def reward(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class Score:
+    """The detail of a reward that keeps none beyond the number (the default detail)."""
+
+    reward: float | None
+
+
+class Reward(Plugin):
+    """Batch-first reward: ``None`` means abstain (infrastructure failure), never a zero score.
+
+    ``needs_ppa`` says the reward takes a PPA ``estimator`` keyword (so builders such as the
+    trainer adapters pass one); ``score_detailed`` returns why each completion got its reward,
+    richer rewards returning their own detail type.
+    """
+
+    needs_ppa: ClassVar[bool] = False
 
     @abstractmethod
     def score(
         self, prompts: Sequence[str], completions: Sequence[str], **columns: Sequence[Any]
     ) -> list[float | None]:
         """One float (or None) per completion; ``columns`` are per-sample dataset columns."""
+
+    def score_detailed(
+        self, prompts: Sequence[str], completions: Sequence[Any], **columns: Sequence[Any]
+    ) -> Sequence[ScoredCompletion]:
+        """One detail per completion, in order; the default wraps :meth:`score`."""
+        return [Score(r) for r in self.score(prompts, completions, **columns)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,7 +401,7 @@ class ArchiveEntry(BaseModel):
     record: dict[str, Any] = Field(default_factory=dict)
 
 
-class Archive(ABC):
+class Archive(Plugin):
     """Evaluated candidates per task, their Pareto front, and small keyed JSON notes (``meta``:
     run configuration, resume bookkeeping) kept in the same store.
 
@@ -294,8 +410,6 @@ class Archive(ABC):
     not at all when it raises or the process dies inside it. Archives that cannot keep notes or
     group writes inherit the defaults below; consumers that need them (explore) say so.
     """
-
-    name: ClassVar[str]
 
     @abstractmethod
     def add(self, entries: Iterable[ArchiveEntry]) -> None:
@@ -348,8 +462,26 @@ class Archive(ABC):
 # --------------------------------------------------------------------------------------------
 
 
-class Trainer(ABC):
-    name: ClassVar[str]
+#: Called with each metrics record a trainer writes (the CLI draws its progress bar from it).
+TrainerProgress = Callable[[Mapping[str, Any]], None]
+
+
+class Trainer(Plugin):
+    """Trains a model as a validated config says.
+
+    ``config_class`` is the pydantic model a config file is validated with (dispatching on its
+    ``trainer`` key); :meth:`from_config` is how callers construct a trainer, so a trainer with a
+    different constructor overrides it rather than being probed for its signature.
+    """
+
+    config_class: ClassVar[type[BaseModel] | None] = None
+
+    @classmethod
+    def from_config(cls, config: Any, *, host: Any,
+                    progress: TrainerProgress | None = None) -> Self:
+        """Build from a validated config (its output directory included). The default calls
+        ``cls(config, host=host)`` and ignores ``progress``; trainers that report override."""
+        return cls(config, host=host)  # type: ignore[call-arg]
 
     @abstractmethod
     def train(self) -> dict[str, Any]:
@@ -368,12 +500,13 @@ class Trainer(ABC):
         ...
 
 
-#: Plugin kinds, keyed by the name used in hooks, the CLI and ``PluginHost.get``.
-PLUGIN_KINDS: dict[str, type] = {
-    "validator": Validator,
-    "generator": Generator,
-    "ppa_estimator": PPAEstimator,
-    "reward": Reward,
-    "archive": Archive,
-    "trainer": Trainer,
-}
+#: The built-in plugin kinds, declared to every host through ``register_plugin_kinds`` like a
+#: plugin's own; keyed in the host by the name used in the CLI and ``PluginHost.get``.
+BUILTIN_KINDS: tuple[PluginKind, ...] = (
+    PluginKind("validator", Validator, "register_validators", "a validation stage"),
+    PluginKind("generator", Generator, "register_generators", "turns prompts into samples"),
+    PluginKind("ppa_estimator", PPAEstimator, "register_ppa_estimators", "measures PPA"),
+    PluginKind("reward", Reward, "register_rewards", "scores completions for RL"),
+    PluginKind("archive", Archive, "register_archives", "stores evaluated candidates"),
+    PluginKind("trainer", Trainer, "register_trainers", "trains a model from a config"),
+)

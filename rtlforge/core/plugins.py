@@ -1,8 +1,19 @@
 """A plugin host: one pluggy manager per embedding application, never a module global.
 
 Plugins are discovered through the ``rtlforge`` entry-point group (built-ins included). Each entry
-point is loaded and checked in isolation: a plugin that fails to import, misspells a hook or
-raises while registering is recorded in :attr:`PluginHost.failures` and the rest keep working.
+point is loaded and checked in isolation: a plugin that fails to import, misspells a hook, adds
+broken hook specifications or plugin kinds, or raises while registering is recorded in
+:attr:`PluginHost.failures` and the rest keep working.
+
+Plugin kinds are per-host state: the six built-in kinds are declared to each new host through
+``register_plugin_kinds``, the same hook a plugin uses to add its own (see
+:mod:`rtlforge.core.hookspecs`). While the host is created, every plugin's hook specifications are
+added before any plugin's hooks are checked, so a plugin may implement hooks another declares
+whatever order they load in; one added later with :meth:`PluginHost.add_plugin` is checked at once.
+
+Pass the host explicitly to whatever builds plugins. Scripts that have none use
+:meth:`PluginHost.default`, a fresh host from the installed entry points on each call (there is
+no cached global host); the CLI shares one per invocation (``rtlforge.cli.current_host``).
 
 Environment controls (read when the host is created):
 
@@ -19,15 +30,20 @@ from importlib import metadata
 from typing import Any
 
 import pluggy
+from pydantic import BaseModel
 
 from rtlforge.core import hookspecs
 from rtlforge.core.errors import PluginError
-from rtlforge.core.interfaces import PLUGIN_KINDS
+from rtlforge.core.hookspecs import PluginKind, hookimpl
+from rtlforge.core.interfaces import BUILTIN_KINDS
 from rtlforge.core.log import get_logger
+from rtlforge.core.options import OptionInfo, describe_options, options_model, validate_options
 
 log = get_logger("rtlforge.plugins")
 
 ENTRY_POINT_GROUP = "rtlforge"
+#: The name the built-in kinds are declared under (not a plugin ``rtlforge plugins`` lists).
+CORE = "rtlforge.core"
 
 
 @dataclass
@@ -39,6 +55,7 @@ class PluginInfo:
     distribution: str | None = None
     registers: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
+    kinds: list[str] = field(default_factory=list)  # plugin kinds this plugin declares
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,15 @@ class Registration:
     name: str
     factory: Callable[..., Any]
     plugin: str
+
+
+class _BuiltinKinds:
+    """Declares the built-in kinds through the hook every plugin uses."""
+
+    @hookimpl
+    def register_plugin_kinds(self, register: hookspecs.Register) -> None:
+        for kind in BUILTIN_KINDS:
+            register(kind)
 
 
 def _env_list(var: str) -> set[str] | None:
@@ -75,11 +101,28 @@ class PluginHost:
         self._failures: dict[str, str] = {}
         self.clashes: list[str] = []
         self._info: dict[str, PluginInfo] = {}
+        self._kinds: dict[str, PluginKind] = {}
+        self._options: dict[int, tuple[Any, type[BaseModel]]] = {}
         self._registry: dict[str, dict[str, Registration]] | None = None
+        self._unsettled: list[str] | None = []  # None once the host is created
+        self.pm.register(_BuiltinKinds(), name=CORE)
+        self._settle(CORE)
         if load_entrypoints:
             self._load_entrypoints()
         for name, plugin in plugins:
             self.add_plugin(plugin, name=name)
+        unsettled, self._unsettled = self._unsettled, None
+        for name in unsettled:
+            self._settle(name)
+
+    @classmethod
+    def default(cls) -> PluginHost:
+        """A fresh host from the installed entry points (and the allow/block environment).
+
+        The one documented default for scripts and for library functions called without a
+        host; each call builds a new host, so nothing is shared behind the caller's back.
+        """
+        return cls()
 
     # ---------------------------------------------------------------- loading
 
@@ -113,25 +156,85 @@ class PluginHost:
     def add_plugin(self, plugin: object, *, name: str, _info: PluginInfo | None = None) -> bool:
         """Register an in-process plugin (a module or object with hookimpls).
 
-        Returns False (and records the failure) when it uses unknown hooks or cannot register.
+        Returns False (and records the failure) when it uses unknown hooks, adds broken hook
+        specifications or kinds, or cannot register. While the host is being created the
+        hook check waits until every plugin's specifications are in (and failures then show in
+        :attr:`failures`).
         """
         if not self._wanted(name):
             return False
-        if _info is None and name in self._info:
+        if (_info is None and name in self._info) or name == CORE:
             self._clash(name, repr(plugin))
             return False
         self._info.setdefault(name, _info or PluginInfo(name=name))
         try:
             self.pm.register(plugin, name=name)
-            self.pm.check_pending()
-        except Exception as exc:  # noqa: BLE001 - pluggy raises several types here
-            if self.pm.is_registered(plugin):
-                self.pm.unregister(plugin)
-            self._fail(name, f"invalid plugin: {exc}")
+            for impl in self._impls("register_hookspecs", name):
+                specs: list[object] = []
+                impl.function(register=specs.append)
+                for spec in specs:
+                    self.pm.add_hookspecs(spec)
+        except Exception as exc:  # noqa: BLE001 - pluggy and plugins raise several types here
+            self._drop(plugin, name, f"invalid plugin: {exc}")
             return False
+        if self._unsettled is not None:
+            self._unsettled.append(name)
+            return True
+        return self._settle(name)
+
+    def _impls(self, hook: str, plugin_name: str) -> list[Any]:
+        caller = getattr(self.pm.hook, hook)
+        return [i for i in caller.get_hookimpls() if i.plugin_name == plugin_name]
+
+    def _settle(self, name: str) -> bool:
+        """Adopt the kinds a plugin declares and check its hooks (pluggy's ``check_pending``
+        strictness, for this plugin alone); on any problem the plugin is dropped whole."""
+        plugin = self.pm.get_plugin(name)
+        try:
+            kinds = self._declared_kinds(name)
+            for hook_name, caller in vars(self.pm.hook).items():
+                if hook_name.startswith("_") or caller.has_spec():
+                    continue
+                for impl in caller.get_hookimpls():
+                    if impl.plugin_name == name and not impl.optionalhook:
+                        raise PluginError(f"unknown hook {hook_name!r} in plugin {name!r}")
+        except Exception as exc:  # noqa: BLE001 - isolate each plugin
+            self._drop(plugin, name, f"invalid plugin: {exc}")
+            return False
+        for kind in kinds:
+            self._kinds[kind.name] = kind
+            if name in self._info:
+                self._info[name].kinds.append(kind.name)
         self._registry = None
         log.debug("plugin_loaded", plugin=name)
         return True
+
+    def _declared_kinds(self, name: str) -> list[PluginKind]:
+        declared: list[PluginKind] = []
+        for impl in self._impls("register_plugin_kinds", name):
+            impl.function(register=declared.append)
+        seen = set(self._kinds)
+        for kind in declared:
+            if not isinstance(kind, PluginKind):
+                raise PluginError(f"register_plugin_kinds expects PluginKind, not {kind!r}")
+            if not kind.name or kind.name in seen:
+                raise PluginError(f"plugin kind {kind.name!r} is already declared")
+            if not isinstance(kind.interface, type):
+                raise PluginError(f"plugin kind {kind.name!r}: interface must be a class")
+            caller = getattr(self.pm.hook, kind.hook, None)
+            if caller is None or not caller.has_spec():
+                raise PluginError(f"plugin kind {kind.name!r}: hook {kind.hook!r} has no "
+                                  "specification (add one with register_hookspecs)")
+            if tuple(caller.spec.argnames) != ("register",):
+                raise PluginError(f"plugin kind {kind.name!r}: hook {kind.hook!r} must take "
+                                  "exactly one argument, 'register'")
+            seen.add(kind.name)
+        return declared
+
+    def _drop(self, plugin: object, name: str, message: str) -> None:
+        if plugin is not None and self.pm.is_registered(plugin):
+            self.pm.unregister(plugin)
+        self._fail(name, message)
 
     def _clash(self, name: str, what: str) -> None:
         """A second plugin under a taken name is refused; the first keeps working."""
@@ -149,30 +252,29 @@ class PluginHost:
     def _collect(self, plugin_name: str) -> list[Registration]:
         """Everything one plugin registers, or an exception: a plugin counts whole or not at all."""
         collected: list[Registration] = []
-        for hook_name, kind in hookspecs.REGISTER_HOOKS.items():
-            impls = getattr(self.pm.hook, hook_name).get_hookimpls()
-            for impl in (i for i in impls if i.plugin_name == plugin_name):
+        for kind in self._kinds.values():
+            for impl in self._impls(kind.hook, plugin_name):
 
                 def register(factory: Any, *, name: str | None = None,
-                             _kind: str = kind) -> None:
+                             _kind: PluginKind = kind) -> None:
                     reg_name = name or getattr(factory, "name", None)
                     if not isinstance(reg_name, str) or not reg_name:
-                        raise PluginError(f"{_kind} {factory!r} has no 'name'")
-                    base = PLUGIN_KINDS[_kind]
+                        raise PluginError(f"{_kind.name} {factory!r} has no 'name'")
+                    base = _kind.interface
                     if isinstance(factory, type) and not issubclass(factory, base):
                         raise PluginError(f"{factory!r} does not implement {base.__name__}")
-                    collected.append(Registration(_kind, reg_name, factory, plugin_name))
+                    collected.append(Registration(_kind.name, reg_name, factory, plugin_name))
 
                 try:
                     impl.function(register=register)
                 except Exception as exc:  # isolate each plugin: re-raised typed
-                    raise PluginError(f"{hook_name} raised {type(exc).__name__}: {exc}") from exc
+                    raise PluginError(f"{kind.hook} raised {type(exc).__name__}: {exc}") from exc
         return collected
 
     def _build_registry(self) -> dict[str, dict[str, Registration]]:
-        registry: dict[str, dict[str, Registration]] = {kind: {} for kind in PLUGIN_KINDS}
+        registry: dict[str, dict[str, Registration]] = {kind: {} for kind in self._kinds}
         for plugin_name, _plugin in self.pm.list_name_plugin():
-            if plugin_name is None or plugin_name in self._failures:
+            if plugin_name not in self._info or plugin_name in self._failures:
                 continue
             try:
                 regs = self._collect(plugin_name)
@@ -203,6 +305,10 @@ class PluginHost:
             self._registry = self._build_registry()
         return self._registry
 
+    def kinds(self) -> list[PluginKind]:
+        """The plugin kinds this host knows: the built-ins and those plugins declared."""
+        return sorted(self._kinds.values(), key=lambda kind: kind.name)
+
     def names(self, kind: str) -> list[str]:
         self._check_kind(kind)
         return sorted(self.registry[kind])
@@ -218,14 +324,33 @@ class PluginHost:
                 f"no {kind} named {name!r} is registered (available: {available})"
             ) from None
 
-    def create(self, kind: str, name: str, **config: Any) -> Any:
-        return self.get(kind, name)(**config)
+    def options_model(self, kind: str, name: str) -> type[BaseModel]:
+        """The pydantic model of a plugin's options (see :mod:`rtlforge.core.options`)."""
+        factory = self.get(kind, name)
+        cached = self._options.get(id(factory))
+        if cached is None or cached[0] is not factory:
+            cached = self._options[id(factory)] = (factory, options_model(factory))
+        return cached[1]
+
+    def options(self, kind: str, name: str) -> list[OptionInfo]:
+        """A plugin's options (name, type, default, description) for listings."""
+        return describe_options(self.options_model(kind, name))
+
+    def create(self, kind: str, name: str, **options: Any) -> Any:
+        """An instance, built from options checked against the plugin's options model.
+
+        Raises :class:`~rtlforge.core.errors.PluginOptionsError` (a PluginError) for unknown,
+        missing or mistyped options rather than the constructor's ``TypeError``.
+        """
+        factory = self.get(kind, name)
+        checked = validate_options(self.options_model(kind, name), options,
+                                   what=f"{kind} {name!r}")
+        return factory(**checked)
 
     def describe(self) -> list[PluginInfo]:
         self.registry  # noqa: B018 - populate 'registers'
         return sorted(self._info.values(), key=lambda info: info.name)
 
-    @staticmethod
-    def _check_kind(kind: str) -> None:
-        if kind not in PLUGIN_KINDS:
-            raise PluginError(f"unknown plugin kind {kind!r}; one of {sorted(PLUGIN_KINDS)}")
+    def _check_kind(self, kind: str) -> None:
+        if kind not in self._kinds:
+            raise PluginError(f"unknown plugin kind {kind!r}; one of {sorted(self._kinds)}")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core.errors import ExtractionError, TaskFormatError, ToolMissingError
 from rtlforge.core.executor import Executor, ThreadExecutor
-from rtlforge.core.interfaces import PPAEstimator
+from rtlforge.core.interfaces import PPAEstimator, Reward
 from rtlforge.core.models import (
     Candidate,
     Feedback,
@@ -285,7 +285,7 @@ def evaluate_detailed(
     *,
     default_method: str = "default",
     estimator: PPAEstimator | None = None,
-    ast_reward: Any = None,
+    ast_reward: Reward | None = None,
     ks: Iterable[int] = (1, 5, 10),
     executor: Executor | None = None,
     on_result: Callable[[SampleResult], None] | None = None,
@@ -296,7 +296,9 @@ def evaluate_detailed(
 
     Only candidates that passed are measured: they already went through the security check,
     and the PPA of a wrong design means nothing. Each task's golden is measured once.
-    ``ast_reward`` is anything with ``score_detailed(prompts, completions, reference=[...])``.
+    ``ast_reward`` is a Reward scored with ``score_detailed(prompts, completions,
+    reference=[...])``; the ``similarity``, ``status`` and ``backend`` of its details are kept
+    where its detail type has them (the ``ast-similarity`` reward's does).
     A missing PPA tool raises :class:`ToolMissingError`; other PPA failures are per design.
     """
     labels = [sample_labels(s.extra, default_method) for s in samples]

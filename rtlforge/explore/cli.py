@@ -14,7 +14,7 @@ from rtlforge.core.hookspecs import hookimpl
 
 
 def _options(items: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """``k=v`` pairs; values that parse as JSON (numbers, true, lists) are typed, else text.
+    """``k=v`` pairs as text; each generator's options model types them (:func:`_generator`).
 
     A key given more than once collects its values into a list (``path=a path=b``), rather
     than the last one silently winning.
@@ -28,10 +28,7 @@ def _options(items: tuple[str, ...], flag: str) -> dict[str, Any]:
         if not sep or not key:
             raise click.UsageError(f"{flag} {item!r}: expected KEY=VALUE")
         key = key.replace("-", "_")
-        try:
-            value: Any = json.loads(raw)
-        except ValueError:
-            value = raw
+        value: Any = raw
         if key not in out:
             out[key] = value
         elif key in repeated:
@@ -46,9 +43,12 @@ def _generator(host: Any, name: str, options: dict[str, Any]) -> Any:
     import click
 
     from rtlforge.core.errors import RtlforgeError
+    from rtlforge.core.options import coerce_option_strings
 
     try:
-        return host.create("generator", name, **options)
+        typed = coerce_option_strings(host.options_model("generator", name), options,
+                                      what=f"generator {name!r} (--generator-option)")
+        return host.create("generator", name, **typed)
     except (RtlforgeError, TypeError, ValueError) as exc:
         raise click.UsageError(f"generator {name!r}: {exc}") from exc
 

@@ -195,9 +195,7 @@ class Explorer:
         if self._host is None:
             from rtlforge.core.plugins import PluginHost
 
-            # The one fallback host of explore. TODO(lead): switch to the documented default
-            # for scripts (PluginHost.default()) once it lands in rtlforge.core.plugins.
-            self._host = PluginHost()
+            self._host = PluginHost.default()
         return self._host
 
     @property
@@ -304,6 +302,8 @@ class Explorer:
             if gold is None and task.golden:
                 gold = measure_ppa(self.estimator, Candidate(files=task.golden, task_id=task_id),
                                    task.top, self.pipeline.runner)
+                if gold.infra:  # the tools failed, not the golden: measure again next time
+                    return gold
                 store.set_golden(task_id, gold)
             self._golden[task_id] = gold
             return gold

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.interfaces import Reward
 from rtlforge.rewards.base import completion_text
+
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
 
 
 class RewardSpec(BaseModel):
@@ -38,31 +41,41 @@ class RewardSpec(BaseModel):
     estimator_kwargs: dict[str, Any] = Field(default_factory=dict)
     name: str | None = None  # the logged name; defaults to the reward name
 
-    def build(self) -> Reward:
-        """Construct the reward (and its pipeline and PPA estimator) in this process."""
+    def build(self, host: PluginHost | None = None) -> Reward:
+        """Construct the reward (and its pipeline and PPA estimator) in this process.
+
+        A spec travels to worker processes where no host can follow it, so ``host`` defaults to
+        :meth:`PluginHost.default` (the entry points and allow/block lists of that process).
+        """
         from rtlforge.core.plugins import PluginHost
         from rtlforge.validate.cache import SQLiteCache
         from rtlforge.validate.pipeline import Pipeline
 
-        host = PluginHost()
+        host = host if host is not None else PluginHost.default()
         factory = host.get("reward", self.reward)
         options: dict[str, Any] = dict(self.pipeline)
         if self.cache is not None:
             options["cache"] = SQLiteCache(self.cache)
         kwargs: dict[str, Any] = {"tasks": self.tasks,
                                   "pipeline": Pipeline.build(host, **options), **self.kwargs}
-        if getattr(factory, "needs_ppa", False):
+        if isinstance(factory, type) and issubclass(factory, Reward) and factory.needs_ppa:
             kwargs["estimator"] = host.create("ppa_estimator", self.estimator,
                                               **self.estimator_kwargs)
-        return factory(**kwargs)
+        return host.create("reward", self.reward, **kwargs)
 
 
 class _LazyReward:
-    """Holds a spec; builds the reward on first use in each process; pickles as the spec."""
+    """Holds a spec; builds the reward on first use in each process; pickles as the spec.
 
-    def __init__(self, spec: RewardSpec | None = None, /, **fields: Any) -> None:
+    ``host`` serves the process that made the adapter; it does not travel (a worker process
+    builds with its own default host).
+    """
+
+    def __init__(self, spec: RewardSpec | None = None, /, *, host: PluginHost | None = None,
+                 **fields: Any) -> None:
         self.spec = spec if spec is not None else RewardSpec(**fields)
         self.__name__ = self.spec.name or self.spec.reward
+        self._host = host
         self._reward: Reward | None = None
         self._lock = threading.Lock()
 
@@ -71,7 +84,7 @@ class _LazyReward:
         if self._reward is None:
             with self._lock:
                 if self._reward is None:
-                    self._reward = self.spec.build()
+                    self._reward = self.spec.build(self._host)
         return self._reward
 
     def __getstate__(self) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -50,6 +50,9 @@ from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure
 from rtlforge.pareto.hypervolume import EPS, objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
 
 log = get_logger("rtlforge.rewards")
 
@@ -393,9 +396,13 @@ class RTLReward(Reward):
         check_golden: bool = True,
         probe_testbench: bool = True,
         executor: Executor | None = None,
+        host: PluginHost | None = None,
     ) -> None:
         self._lookup = resolve_tasks(tasks)
-        self.pipeline = pipeline if pipeline is not None else Pipeline.build(timeout=60.0)
+        # ``host`` serves only the defaults (pipeline, estimator); None: PluginHost.default()
+        self.host = host
+        self.pipeline = pipeline if pipeline is not None else Pipeline.build(
+            self._host(), timeout=60.0)
         self.timeout_reward = timeout_reward
         self.on_duplicate = on_duplicate
         self.on_weak_testbench = on_weak_testbench
@@ -405,6 +412,13 @@ class RTLReward(Reward):
         self.executor = executor
         self._checks: dict[str, TaskCheck] = {}
         self._checks_lock = threading.Lock()
+
+    def _host(self) -> PluginHost:
+        if self.host is None:
+            from rtlforge.core.plugins import PluginHost
+
+            self.host = PluginHost.default()
+        return self.host
 
     # ---------------------------------------------------------------- public API
 
@@ -604,9 +618,7 @@ class PPAReward(RTLReward):
                  **options: Any) -> None:
         super().__init__(tasks, pipeline, **options)
         if estimator is None:
-            from rtlforge.core.plugins import PluginHost
-
-            estimator = PluginHost().create("ppa_estimator", "yosys-sta")
+            estimator = self._host().create("ppa_estimator", "yosys-sta")
         self.estimator = estimator
         self.ppa_workers = ppa_workers
         # only what was given: estimators written against the three-argument form still work
@@ -616,7 +628,7 @@ class PPAReward(RTLReward):
         self.goldens = GoldenPPA(estimator, self.pipeline.runner, self.ppa_options)
 
     def _measure(self, candidate: Candidate, top: str) -> PPAResult | Exception:
-        key = (getattr(self.estimator, "name", ""), candidate.digest(), top,
+        key = (self.estimator.name, candidate.digest(), top,
                freeze(self.ppa_options))
         hit = self._ppa.get(key)
         if hit is not None:

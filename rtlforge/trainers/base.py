@@ -194,14 +194,26 @@ def _format_validation_error(exc: ValidationError, origin: str) -> str:
     return f"invalid training config {origin}:\n" + "\n".join(lines)
 
 
-def config_classes(host: PluginHost | None = None) -> dict[str, type[TrainerConfig]]:
-    """Trainer name -> config class, from the trainers registered with ``host``."""
+def _host(host: PluginHost | None) -> PluginHost:
+    if host is not None:
+        return host
     from rtlforge.core.plugins import PluginHost
 
-    host = host or PluginHost()
+    return PluginHost.default()
+
+
+def config_classes(host: PluginHost | None = None) -> dict[str, type[TrainerConfig]]:
+    """Trainer name -> config class, from the ``config_class`` the trainers registered with
+    ``host`` declare (None: :meth:`PluginHost.default`)."""
+    from rtlforge.core.interfaces import Trainer
+
+    host = _host(host)
     out: dict[str, type[TrainerConfig]] = {}
     for name in host.names("trainer"):
-        cls = getattr(host.get("trainer", name), "config_class", None)
+        trainer = host.get("trainer", name)
+        if not (isinstance(trainer, type) and issubclass(trainer, Trainer)):
+            continue  # a factory declares no config class
+        cls = trainer.config_class
         if isinstance(cls, type) and issubclass(cls, TrainerConfig):
             out[name] = cls
     return out
@@ -250,12 +262,18 @@ def resolve_out_dir(config: TrainerConfig, out: str | Path | None = None) -> Pat
     return Path(chosen)
 
 
-def create_trainer(config: TrainerConfig, *, host: PluginHost | None = None) -> Trainer:
-    """Instantiate the trainer plugin named by ``config.trainer``."""
-    from rtlforge.core.plugins import PluginHost
+def create_trainer(config: TrainerConfig, *, host: PluginHost | None = None,
+                   progress: ProgressCallback | None = None) -> Trainer:
+    """Instantiate the trainer plugin named by ``config.trainer`` through its declared
+    :meth:`~rtlforge.core.interfaces.Trainer.from_config` (None host: the default)."""
+    from rtlforge.core.interfaces import Trainer
 
-    host = host or PluginHost()
-    return host.get("trainer", config.trainer)(config, host=host)
+    host = _host(host)
+    cls = host.get("trainer", config.trainer)
+    if not (isinstance(cls, type) and issubclass(cls, Trainer)):
+        raise TrainerConfigError(f"trainer {config.trainer!r} is registered as a factory, "
+                                 "not a Trainer class with from_config")
+    return cls.from_config(config, host=host, progress=progress)
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
 from rtlforge.rewards.adapters import RewardSpec, TRLReward
-from rtlforge.rewards.base import completion_text
+from rtlforge.rewards.base import RewardDetail, completion_text
 from rtlforge.trainers.base import (
     RNG_FILE,
     CheckpointError,
@@ -285,12 +285,11 @@ class RolloutReward(TRLReward):
         texts = [self.map_completion(completion_text(c)) for c in completions or []]
         n = len(texts)
         wanted = {k: v for k, v in columns.items() if k in ("task_id", "history", "golden_ppa")}
-        reward = self.reward
-        if hasattr(reward, "score_detailed"):
-            details = reward.score_detailed(list(prompts or [""] * n), texts, **wanted)
-        else:  # a reward without details: scores only
-            details = None
-            scores = reward.score(list(prompts or [""] * n), texts, **wanted)
+        # Verdicts, PPA and HVC come from the testbench rewards' detail; any other reward's
+        # detail carries its number only.
+        scored = self.reward.score_detailed(list(prompts or [""] * n), texts, **wanted)
+        details = [d if isinstance(d, RewardDetail) else None for d in scored]
+        scores = [d.reward for d in scored]
         codes: list[str | None] = []
         for t in texts:
             try:
@@ -303,8 +302,8 @@ class RolloutReward(TRLReward):
         passed = hvcs = 0.0
         n_hvc = n_scored = 0
         for i in range(n):
-            d = details[i] if details is not None else None
-            r = d.reward if d is not None else scores[i]
+            d = details[i]
+            r = scores[i]
             rewards.append(None if r is None or not math.isfinite(r) else float(r))
             ok = d is not None and d.verdict is Verdict.PASS
             hvc = d.hvc if d is not None else None
@@ -418,6 +417,12 @@ class GRPOTrainer(Trainer):
     name: ClassVar[str] = "grpo"
     config_class: ClassVar[type[GRPOConfig]] = GRPOConfig
 
+    @classmethod
+    def from_config(cls, config: Any, *, host: Any,
+                    progress: ProgressCallback | None = None) -> GRPOTrainer:
+        """The trainer with the CLI's progress callback (``out_dir`` comes in the config)."""
+        return cls(config, host=host, progress=progress)
+
     def __init__(self, config: GRPOConfig, *, host: Any = None, out_dir: str | Path | None = None,
                  progress: ProgressCallback | None = None) -> None:
         if not isinstance(config, GRPOConfig):
@@ -454,7 +459,8 @@ class GRPOTrainer(Trainer):
                 kwargs={**cfg.preset.reward_kwargs, **cfg.reward_kwargs},
                 pipeline=cfg.pipeline, cache=cfg.reward_cache, estimator=cfg.estimator,
                 estimator_kwargs=cfg.estimator_kwargs)
-            self._reward = RolloutReward(spec, group_size=cfg.num_generations, choice=cfg.choice)
+            self._reward = RolloutReward(spec, group_size=cfg.num_generations, choice=cfg.choice,
+                                         host=self.host)
         return self._reward
 
     def tasks(self) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def register_commands(cli: Any) -> None:
             host = _host_with_trainers()
             config = base.load_config(config_path, host=host)
             out_dir = base.resolve_out_dir(config, out)
-            cls = host.get("trainer", config.trainer)
+            host.get("trainer", config.trainer)  # unknown trainer: a config error, now
         except (base.TrainerConfigError, PluginError) as exc:
             err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
             sys.exit(EXIT_USAGE)
@@ -99,7 +99,9 @@ def register_commands(cli: Any) -> None:
                                     info=" ".join(f"{k}={v:.4g}" for k, v in shown.items()))
 
             try:
-                trainer = _construct(cls, config, host, out_dir, on_record)
+                # --out travels in the config: from_config is the whole construction contract
+                config = config.model_copy(update={"out_dir": str(out_dir)})
+                trainer = base.create_trainer(config, host=host, progress=on_record)
                 summary = trainer.train()
             except base.TrainerConfigError as exc:
                 err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
@@ -122,17 +124,3 @@ def _quiet_library_bars() -> None:
         except (ImportError, AttributeError):
             continue
 
-
-def _construct(cls: Any, config: Any, host: Any, out_dir: Path, on_record: Any) -> Any:
-    """Build a trainer; ``out_dir``/``progress`` are passed only to trainers that take them."""
-    import inspect
-
-    params = inspect.signature(cls).parameters
-    kwargs: dict[str, Any] = {"host": host}
-    if "out_dir" in params:
-        kwargs["out_dir"] = out_dir
-    else:  # the contract's minimal constructor: carry --out through the config
-        config = config.model_copy(update={"out_dir": str(out_dir)})
-    if "progress" in params:
-        kwargs["progress"] = on_record
-    return cls(config, **kwargs)

@@ -290,6 +290,12 @@ class PPOTrainer(Trainer):
     name: ClassVar[str] = "ppo"
     config_class: ClassVar[type[PPOConfig]] = PPOConfig
 
+    @classmethod
+    def from_config(cls, config: Any, *, host: Any,
+                    progress: ProgressCallback | None = None) -> PPOTrainer:
+        """The trainer with the CLI's progress callback (``out_dir`` comes in the config)."""
+        return cls(config, host=host, progress=progress)
+
     def __init__(self, config: PPOConfig, *, host: PluginHost | None = None,
                  out_dir: str | Path | None = None,
                  progress: ProgressCallback | None = None) -> None:
@@ -308,7 +314,7 @@ class PPOTrainer(Trainer):
         if host is None:
             from rtlforge.core.plugins import PluginHost
 
-            host = PluginHost()
+            host = PluginHost.default()
         self.reward = host.create("reward", config.reward.name, **config.reward.options)
 
         # PPO needs an adapter: disabling it is how the reference policy is obtained.

@@ -253,8 +253,7 @@ def collect_trajectories(data: TrajectoryData, tasks: dict[str, Task], *,
         if host is None:
             from rtlforge.core.plugins import PluginHost
 
-            # TODO(lead): the documented default host for scripts (PluginHost.default()).
-            host = PluginHost()
+            host = PluginHost.default()
         streams += [_from_archive(Path(p), host) for p in data.archives]
     streams += [_from_eval(src, tasks) for src in data.eval_results]
     for stream in streams:
@@ -338,6 +337,12 @@ class SFTTrainer(Trainer):
 
     name: ClassVar[str] = "sft"
     config_class: ClassVar[type[SFTConfig]] = SFTConfig
+
+    @classmethod
+    def from_config(cls, config: Any, *, host: Any,
+                    progress: ProgressCallback | None = None) -> SFTTrainer:
+        """The trainer with the CLI's progress callback (``out_dir`` comes in the config)."""
+        return cls(config, host=host, progress=progress)
 
     def __init__(self, config: SFTConfig, *, host: PluginHost | None = None,
                  out_dir: str | Path | None = None,

@@ -1,10 +1,15 @@
 """The validation-first pipeline: security check, then lint → simulate → synthesise.
 
-Stages run in order and stop at the first one that does not pass. The pipeline owns everything
-the validators should not have to think about: the security check of untrusted sources before any
-tool reads them, a private run directory per candidate, the per-run nonce that lets a verdict
-tell the testbench's output from the design's, mapping infrastructure failures to
-``infra_error`` (never a design verdict), the content-addressed cache and parallel batches.
+Stages run in ascending ``Validator.order`` (lint 100, simulate 200, synthesise 300 for the
+built-ins; a third-party check picks any number, e.g. 150 to run between lint and simulation) and
+stop at the first one that does not pass. :meth:`Pipeline.build` names no tool: it picks the
+registered validators whose ``stage`` and ``toolchain`` match what was asked for.
+
+The pipeline owns everything the validators should not have to think about: the security check
+of untrusted sources before any tool reads them, a private run directory per candidate, the
+per-run nonce that lets a verdict tell the testbench's output from the design's, mapping
+infrastructure failures to ``infra_error`` (never a design verdict), the content-addressed cache
+and parallel batches.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ import shutil
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rtlforge.core.errors import (
     ConfigError,
     InvalidSourceError,
+    PluginError,
     RtlforgeError,
     SandboxError,
     SecurityViolation,
@@ -43,18 +49,45 @@ from rtlforge.eda.verdicts import instrument_testbench, new_nonce
 from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
 from rtlforge.validate.cache import MemoryCache, ResultCache
 
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
+
 log = get_logger("rtlforge.pipeline")
 
-#: Order of well-known stages; custom stages run last, in registration order.
-STAGE_ORDER = {"lint": 10, "simulate": 20, "synth": 30, "custom": 40}
 _HDL_SUFFIXES = (".v", ".sv", ".vh", ".svh", ".vams")
 _CACHEABLE = (Verdict.PASS, Verdict.FAIL, Verdict.ERROR)
 
-#: Validator plugin names for each simulator choice.
-SIMULATORS = {
-    "icarus": ("iverilog-lint", "iverilog-sim"),
-    "verilator": ("verilator-lint", "verilator-sim"),
-}
+
+def _declared(host: PluginHost) -> dict[str, type[Validator]]:
+    """Registered validator classes by name (factories declare nothing: use them via extra)."""
+    out: dict[str, type[Validator]] = {}
+    for name in host.names("validator"):
+        factory = host.get("validator", name)
+        if isinstance(factory, type) and issubclass(factory, Validator):
+            out[name] = factory
+    return out
+
+
+def toolchains(host: PluginHost, *stages: str) -> list[str]:
+    """Toolchains that have a validator for every one of ``stages`` (e.g. the simulators)."""
+    found: dict[str, set[str]] = {}
+    for cls in _declared(host).values():
+        if cls.toolchain is not None:
+            found.setdefault(cls.toolchain, set()).add(cls.stage)
+    return sorted(tc for tc, have in found.items() if set(stages) <= have)
+
+
+def select_validator(host: PluginHost, stage: str, toolchain: str) -> str:
+    """The one registered validator of ``stage`` for ``toolchain``; none or several is an
+    error that names them (pick one explicitly with ``extra`` instead)."""
+    names = [n for n, cls in _declared(host).items()
+             if cls.stage == stage and cls.toolchain == toolchain]
+    if not names:
+        raise PluginError(f"no {stage} validator for toolchain {toolchain!r} is registered")
+    if len(names) > 1:
+        raise PluginError(f"several {stage} validators for toolchain {toolchain!r}: "
+                          f"{', '.join(sorted(names))}")
+    return names[0]
 
 
 def _is_hdl(name: str) -> bool:
@@ -76,7 +109,7 @@ class Pipeline:
     ) -> None:
         if not validators:
             raise ValueError("a pipeline needs at least one validator")
-        self.validators = sorted(validators, key=lambda v: STAGE_ORDER.get(v.stage, 40))
+        self.validators = sorted(validators, key=lambda v: v.order)  # stable: ties keep order
         self.runner = runner or SandboxRunner()
         self.cache = cache if cache is not None else MemoryCache()
         self.timeout = timeout
@@ -87,25 +120,33 @@ class Pipeline:
     @classmethod
     def build(
         cls,
-        host: Any = None,
+        host: PluginHost | None = None,
         *,
         simulator: str = "icarus",
         lint: bool = True,
         simulate: bool = True,
         synth: bool = False,
         extra: Iterable[str] = (),
+        synthesizer: str = "yosys",
         **kwargs: Any,
     ) -> Pipeline:
-        """Compose a pipeline from registered validator plugins by name."""
-        from rtlforge.core.plugins import PluginHost
+        """Compose a pipeline from the validator plugins registered with ``host``.
 
-        host = host or PluginHost()
-        if simulator not in SIMULATORS:
-            raise ValueError(f"simulator must be one of {sorted(SIMULATORS)}, not {simulator!r}")
-        lint_name, sim_name = SIMULATORS[simulator]
-        names = [n for n, on in ((lint_name, lint), (sim_name, simulate)) if on]
-        if synth:
-            names.append("yosys-synth")
+        ``simulator`` and ``synthesizer`` are toolchains: the lint and simulation validators
+        of ``simulator`` and the synthesis validator of ``synthesizer`` are chosen by their
+        declared ``stage``/``toolchain``. ``extra`` adds validators by name; each runs where
+        its ``order`` places it. Without a host, :meth:`PluginHost.default` builds one.
+        """
+        if host is None:
+            from rtlforge.core.plugins import PluginHost
+
+            host = PluginHost.default()
+        simulators = toolchains(host, "lint", "simulate")
+        if simulator not in simulators:
+            raise ValueError(f"simulator must be one of {simulators}, not {simulator!r}")
+        wanted = (("lint", simulator, lint), ("simulate", simulator, simulate),
+                  ("synth", synthesizer, synth))
+        names = [select_validator(host, stage, tc) for stage, tc, on in wanted if on]
         names.extend(extra)
         return cls([host.create("validator", name) for name in names], **kwargs)
 

@@ -74,6 +74,7 @@ BRANCH: dict[str, str] = {
     # the caller's setup
     "rtlforge.core.errors:TaskFormatError": CONFIG,
     "rtlforge.core.errors:PluginError": CONFIG,
+    "rtlforge.core.errors:PluginOptionsError": CONFIG,
     "rtlforge.generation.prompts:TemplateError": CONFIG,
     "rtlforge.evaluation.metrics:RecordsError": CONFIG,
     "rtlforge.pareto.hypervolume:InvalidObjectivesError": CONFIG,

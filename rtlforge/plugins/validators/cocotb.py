@@ -246,6 +246,8 @@ class CocotbValidator(Validator):
 
     name: ClassVar[str] = "cocotb"
     stage: ClassVar[str] = "simulate"
+    order: ClassVar[int] = 200
+    toolchain: ClassVar[str] = "cocotb"  # its own harness: never picked as a --simulator
     #: The Python running the driver is this interpreter, not a tool to install (see PYTHON).
     tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS, VVP, VERILATOR, MAKE, GXX)
 

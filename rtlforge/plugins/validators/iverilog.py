@@ -55,6 +55,8 @@ class IverilogLint(Validator):
 
     name: ClassVar[str] = "iverilog-lint"
     stage: ClassVar[str] = "lint"
+    order: ClassVar[int] = 100
+    toolchain: ClassVar[str] = "icarus"
     tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS,)
 
     warnings: tuple[str, ...] = ("implicit", "portbind")
@@ -99,6 +101,8 @@ class IverilogSim(Validator):
 
     name: ClassVar[str] = "iverilog-sim"
     stage: ClassVar[str] = "simulate"
+    order: ClassVar[int] = 200
+    toolchain: ClassVar[str] = "icarus"
     tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS, VVP)
     needs_testbench: ClassVar[bool] = True
 

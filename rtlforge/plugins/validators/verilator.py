@@ -68,6 +68,8 @@ class VerilatorLint(Validator):
 
     name: ClassVar[str] = "verilator-lint"
     stage: ClassVar[str] = "lint"
+    order: ClassVar[int] = 100
+    toolchain: ClassVar[str] = "verilator"
     tools: ClassVar[tuple[ToolSpec, ...]] = (VERILATOR,)
 
     #: Warnings that are style, not bugs, for single-file generated designs.
@@ -99,6 +101,8 @@ class VerilatorSim(Validator):
 
     name: ClassVar[str] = "verilator-sim"
     stage: ClassVar[str] = "simulate"
+    order: ClassVar[int] = 200
+    toolchain: ClassVar[str] = "verilator"
     #: Verilator builds the simulation with make and a C++ compiler.
     tools: ClassVar[tuple[ToolSpec, ...]] = (VERILATOR, MAKE, GXX)
     needs_testbench: ClassVar[bool] = True

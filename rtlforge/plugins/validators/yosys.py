@@ -48,6 +48,8 @@ class YosysSynth(Validator):
 
     name: ClassVar[str] = "yosys-synth"
     stage: ClassVar[str] = "synth"
+    order: ClassVar[int] = 300
+    toolchain: ClassVar[str] = "yosys"
     tools: ClassVar[tuple[ToolSpec, ...]] = (YOSYS,)
 
     fail_on_latch: bool = False

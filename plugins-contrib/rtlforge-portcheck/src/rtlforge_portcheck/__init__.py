@@ -38,6 +38,7 @@ class PortCheck(Validator):
 
     name = "portcheck"
     stage = "lint"
+    order = 150  # after the lint that compiles the design, before simulation
 
     def applies(self, task: Task) -> bool:
         return bool(task.ports)  # nothing to compare against: the pipeline skips the stage

@@ -1,0 +1,302 @@
+"""Plugin options: one pydantic model per plugin, declared or derived, never guessed.
+
+A plugin declares its options as ``Options`` (in the style of simonw/llm's ``Options``)::
+
+    class MyGenerator(Generator):
+        name = "mine"
+
+        class Options(PluginOptions):
+            temperature: float = Field(0.7, description="sampling temperature")
+
+Most built-ins already declare their options once, as constructor parameters; writing them a
+second time would only let the two drift. So when ``Options`` is None the model is derived from
+the class: a dataclass's init fields (a field's ``metadata["description"]`` is its help), else
+the keyword parameters of ``__init__``, following ``**kwargs`` up the MRO to the ``__init__`` they
+are forwarded to. Annotations pydantic cannot check (a live pipeline, an executor) become ``Any``.
+
+``PluginHost.create`` validates keyword options against the model (:class:`PluginOptionsError`,
+never a ``TypeError`` from deep inside a constructor), ``rtlforge plugins`` lists them, and
+:func:`parse_option_strings` types the CLI's ``--*-option KEY=VALUE`` strings with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import json
+import sys
+import types
+import typing
+from collections import abc
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from rtlforge.core.errors import PluginOptionsError
+
+
+class PluginOptions(BaseModel):
+    """Base of option models: unknown options are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True,
+                              protected_namespaces=(), populate_by_name=False)
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    """One option as ``rtlforge plugins`` shows it."""
+
+    name: str
+    type: str
+    required: bool
+    default: Any = None
+    description: str = ""
+
+
+# ------------------------------------------------------------------------------ derivation
+
+
+def options_model(factory: Callable[..., Any]) -> type[BaseModel]:
+    """The options model of a registered class or factory (declared ``Options`` wins)."""
+    declared = getattr(factory, "Options", None)
+    if isinstance(declared, type) and issubclass(declared, BaseModel):
+        return declared
+    label = getattr(factory, "__name__", type(factory).__name__)
+    if isinstance(factory, type) and dataclasses.is_dataclass(factory):
+        return _build(label, _dataclass_fields(factory))
+    return _build(label, _parameters(factory))
+
+
+_Spec = tuple[str, Any, Any, str]  # name, annotation, default (PydanticUndefined: required), help
+
+
+@dataclass(frozen=True)
+class _Factory:
+    """A default made per instance (a dataclass ``default_factory``)."""
+
+    make: Callable[[], Any]
+
+
+def _dataclass_fields(cls: type) -> list[_Spec]:
+    hints = _hints(cls, {f.name: f.type for f in dataclasses.fields(cls)}, cls.__module__)
+    out: list[_Spec] = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default: Any = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = _Factory(f.default_factory)
+        else:
+            default = PydanticUndefined
+        out.append((f.name, hints[f.name], default, str(f.metadata.get("description", ""))))
+    return out
+
+
+def _parameters(factory: Callable[..., Any]) -> list[_Spec]:
+    """Keyword parameters of the constructor, following ``**kwargs`` to the next ``__init__``."""
+    if isinstance(factory, type):
+        inits = [klass.__dict__["__init__"] for klass in factory.__mro__
+                 if "__init__" in klass.__dict__ and klass is not object]
+    else:
+        inits = [factory]
+    out: dict[str, _Spec] = {}
+    for func in inits:
+        try:
+            sig = inspect.signature(func)
+        except (TypeError, ValueError):
+            break
+        params = list(sig.parameters.values())
+        if isinstance(factory, type) and params:
+            params = params[1:]  # self
+        hints = _hints(func, {p.name: p.annotation for p in params}, getattr(func, "__module__",
+                                                                                 None))
+        forwards = False
+        for p in params:
+            if p.kind is p.VAR_KEYWORD:
+                forwards = True
+            elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in out:
+                default = PydanticUndefined if p.default is p.empty else p.default
+                out[p.name] = (p.name, hints[p.name], default, "")
+        if not forwards:
+            break
+    return list(out.values())
+
+
+def _hints(owner: Any, raw: dict[str, Any], module: str | None) -> dict[str, Any]:
+    """Resolved annotations; one that cannot be resolved (a TYPE_CHECKING import) is Any."""
+    try:
+        resolved = typing.get_type_hints(owner)
+    except Exception:  # noqa: BLE001 - fall back to one annotation at a time
+        resolved = {}
+    namespace = vars(sys.modules[module]) if module in sys.modules else {}
+    out: dict[str, Any] = {}
+    for name, ann in raw.items():
+        if name in resolved:
+            out[name] = resolved[name]
+        elif ann is inspect.Parameter.empty:
+            out[name] = Any
+        elif isinstance(ann, str):
+            try:
+                out[name] = eval(ann, dict(namespace))
+            except Exception:  # noqa: BLE001
+                out[name] = Any
+        else:
+            out[name] = ann
+    return out
+
+
+_LAZY = frozenset({abc.Iterable, abc.Iterator, abc.Generator})
+
+
+def _lazy(annotation: Any) -> bool:
+    if isinstance(annotation, list):  # the parameter list of a Callable[[...], ...]
+        return any(_lazy(a) for a in annotation)
+    return typing.get_origin(annotation) in _LAZY or any(annotation is t for t in _LAZY) or any(
+        _lazy(a) for a in typing.get_args(annotation))
+
+
+def _checkable(annotation: Any) -> Any:
+    """The annotation if pydantic can validate it without trusting arbitrary classes, and
+    without turning an iterable into a one-shot validating iterator (those become Any)."""
+    if _lazy(annotation):
+        return Any
+    try:
+        TypeAdapter(annotation)
+    except Exception:  # noqa: BLE001 - PydanticSchemaGenerationError and friends
+        return Any
+    return annotation
+
+
+_RESERVED = frozenset(dir(BaseModel))
+
+
+def _build(label: str, specs: list[_Spec]) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for name, annotation, default, description in specs:
+        # An option named like a BaseModel attribute ("copy", "json") lives under another key.
+        key = f"opt_{name}" if name in _RESERVED else name
+        extra: dict[str, Any] = {"description": description or None,
+                                 "alias": name if key != name else None}
+        info = (Field(default_factory=default.make, **extra) if isinstance(default, _Factory)
+                else Field(default, **extra))
+        fields[key] = (_checkable(annotation), info)
+    return create_model(f"{label}Options", __base__=PluginOptions, **fields)
+
+
+# ------------------------------------------------------------------------------ use
+
+
+def _public(model: type[BaseModel]) -> dict[str, tuple[str, FieldInfo]]:
+    """Option name -> (attribute key, field) of a model."""
+    return {(f.alias or key): (key, f) for key, f in model.model_fields.items()}
+
+
+def _problems(exc: ValidationError, known: Iterable[str]) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(options)"
+        if err["type"] == "extra_forbidden":
+            options = ", ".join(sorted(known)) or "none"
+            lines.append(f"unknown option {where!r} (options: {options})")
+        elif err["type"] == "missing":
+            lines.append(f"option {where!r} is required")
+        else:
+            lines.append(f"option {where!r}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def validate_options(model: type[BaseModel], options: dict[str, Any], *,
+                     what: str) -> dict[str, Any]:
+    """Check ``options`` against ``model``; returns the given ones, typed (defaults stay the
+    constructor's own). Raises :class:`PluginOptionsError` naming every problem."""
+    public = _public(model)
+    try:
+        validated = model.model_validate(options)
+    except ValidationError as exc:
+        raise PluginOptionsError(f"invalid options for {what}: {_problems(exc, public)}",
+                                 errors=exc.errors(include_url=False)) from None
+    given = validated.model_fields_set
+    return {name: getattr(validated, key) for name, (key, _) in public.items() if key in given}
+
+
+def _accepts_text(annotation: Any) -> bool:
+    """Whether a raw CLI string is already a value of this type (no JSON decoding wanted)."""
+    if annotation is str or (isinstance(annotation, type) and issubclass(annotation, PurePath)):
+        return True
+    if typing.get_origin(annotation) is Literal:
+        return any(isinstance(a, str) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_accepts_text(a) for a in typing.get_args(annotation))
+    return False
+
+
+def parse_option_strings(model: type[BaseModel], items: Iterable[str], *,
+                         flag: str, what: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (``-`` in a key reads as ``_``; a repeated key collects a list),
+    typed by ``model`` with :func:`coerce_option_strings`."""
+    raw: dict[str, Any] = {}
+    repeated: set[str] = set()
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise PluginOptionsError(f"{flag} {item!r}: expected KEY=VALUE")
+        key = key.replace("-", "_")
+        if key not in raw:
+            raw[key] = value
+        elif key in repeated:
+            raw[key].append(value)
+        else:
+            raw[key] = [raw[key], value]
+            repeated.add(key)
+    return coerce_option_strings(model, raw, what=f"{what} ({flag})")
+
+
+def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,
+                          what: str) -> dict[str, Any]:
+    """Option values given as text (or lists of text) typed the way ``model`` says.
+
+    "3" becomes 3 for an int and "true" True for a bool; JSON is decoded only for options
+    whose type does not take text (``extra_body={"a": 1}``) and for untyped ones. Unknown
+    options and values that do not fit are a :class:`PluginOptionsError` naming them.
+    """
+    public = _public(model)
+    decoded: dict[str, Any] = {}
+    for name, value in raw.items():
+        field = public.get(name)
+        if field is not None and isinstance(value, str) and not _accepts_text(
+                field[1].annotation) and (field[1].annotation is Any
+                                          or value.lstrip()[:1] in ("{", "[")):
+            with contextlib.suppress(ValueError):  # not JSON after all: the model judges it
+                value = json.loads(value)
+        decoded[name] = value
+    return validate_options(model, decoded, what=what)
+
+
+def describe_options(model: type[BaseModel]) -> list[OptionInfo]:
+    """The options of a model, in declaration order, for listings."""
+    out = []
+    for name, (_, f) in _public(model).items():
+        if f.default is not PydanticUndefined:
+            default = f.default
+        elif f.default_factory is not None:
+            default = f.default_factory()  # type: ignore[call-arg]
+        else:
+            default = None
+        out.append(OptionInfo(name=name, type=_type_name(f.annotation), required=f.is_required(),
+                              default=default, description=f.description or ""))
+    return out
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is Any:
+        return "any"
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("collections.abc.", "")
