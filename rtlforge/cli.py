@@ -16,7 +16,7 @@ import click
 
 from rtlforge.core.errors import RtlforgeError
 from rtlforge.core.log import ROOT_LOGGER
-from rtlforge.core.models import Candidate, SourceFile, Task, ValidationReport, Verdict
+from rtlforge.core.models import Candidate, SourceFile, Task, ToolSpec, ValidationReport, Verdict
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
@@ -79,21 +79,14 @@ def _source(path: Path) -> SourceFile:
     return SourceFile(name=path.name, content=text)
 
 
-_MODULE_NAME = r"\bmodule\s+([A-Za-z_][A-Za-z0-9_$]*)"
-
-
 def _infer_top(files: list[SourceFile]) -> str:
     """The one module not instantiated by another; ambiguity is a usage error."""
-    import re
+    from rtlforge.eda.modules import declared_modules, top_modules
 
-    declared: list[str] = []
-    for f in files:
-        declared += re.findall(_MODULE_NAME, f.content)
+    declared = [name for f in files for name in declared_modules(f.content)]
     if not declared:
         raise click.UsageError("no module declaration found; pass --top NAME")
-    text = "\n".join(f.content for f in files)
-    roots = [m for m in declared
-             if not re.search(rf"^\s*{re.escape(m)}\s+(#\s*\(|[A-Za-z_])", text, re.M)]
+    roots = top_modules([f.content for f in files])
     if len(roots) != 1:
         raise click.UsageError(f"cannot tell the top module among {declared}; pass --top NAME")
     return roots[0]
@@ -253,6 +246,20 @@ def plugins(as_json: bool) -> None:
             click.secho(f"  error: {info.error}", fg="red")
 
 
+def _declared_tools(host: PluginHost) -> list[ToolSpec]:
+    """The tools the registered validators and PPA estimators declare, each name once."""
+    from rtlforge.core.interfaces import PPAEstimator, Validator
+
+    specs: dict[str, ToolSpec] = {}
+    for kind, base in (("validator", Validator), ("ppa_estimator", PPAEstimator)):
+        for name in host.names(kind):
+            factory = host.get(kind, name)
+            if isinstance(factory, type) and issubclass(factory, base):
+                for spec in factory.tools:
+                    specs.setdefault(spec.name, spec)
+    return list(specs.values())
+
+
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(as_json: bool) -> None:
@@ -263,7 +270,7 @@ def doctor(as_json: bool) -> None:
     """
     from rtlforge.core.errors import IsolationUnavailableError, ToolMissingError
     from rtlforge.core.models import SourceFile as File
-    from rtlforge.sandbox.runner import INSTALL_HINTS, SandboxRunner, find_tool
+    from rtlforge.sandbox.runner import SandboxRunner, find_tool
 
     report: dict[str, Any] = {"tools": {}}
     with SandboxRunner() as runner:
@@ -281,11 +288,11 @@ def doctor(as_json: bool) -> None:
             report["gate"] = "ok"
         except (IsolationUnavailableError, RtlforgeError) as exc:
             report["sandbox"] = f"unavailable: {exc}"
-        for tool in INSTALL_HINTS:
+        for spec in _declared_tools(current_host()):
             try:
-                report["tools"][tool] = find_tool(tool).version or "present"
+                report["tools"][spec.name] = find_tool(spec).version or "present"
             except ToolMissingError as exc:
-                report["tools"][tool] = f"missing: {exc.hint}"
+                report["tools"][spec.name] = f"missing: {exc.hint}"
     ok = report["sandbox"].startswith(("ok", "disabled"))
     if as_json:
         click.echo(json.dumps(report))

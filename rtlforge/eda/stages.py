@@ -6,7 +6,6 @@ simulation run into a verdict, and the one Icarus compile that lint and simulati
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from rtlforge.core.interfaces import ValidationContext
 from rtlforge.core.models import Feedback, StageResult, ToolInfo, Verdict
 from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
+from rtlforge.eda.modules import top_modules
+from rtlforge.eda.tools import ICARUS
 from rtlforge.eda.verdicts import end_marker, judge, marker
 from rtlforge.sandbox.runner import ToolRun
 
@@ -133,29 +134,13 @@ def infer_testbench_top(ctx: ValidationContext) -> str | None:
     """The testbench module nobody instantiates, or None when that is ambiguous.
 
     Only the testbench files are parsed, so design modules (and any stray test module a model
-    added to its design) never compete. pyslang tolerates the undefined design modules.
+    added to its design) never compete; each text's parse is cached, so every candidate of a
+    task shares it.
     """
     if ctx.task.testbench_top:
         return ctx.task.testbench_top
-    sources = tuple((f.name, f.content) for f in ctx.task.testbench
-                    if f.name.lower().endswith(COMPILED_SUFFIXES))
-    return _testbench_top(sources)
-
-
-@functools.lru_cache(maxsize=256)
-def _testbench_top(sources: tuple[tuple[str, str], ...]) -> str | None:
-    """Cached per testbench text: every candidate of a task shares the answer."""
-    try:
-        from pyslang import ast, syntax  # local: parsing is only needed here
-    except ImportError:
-        return None
-    try:
-        compilation = ast.Compilation()
-        for name, text in sources:
-            compilation.addSyntaxTree(syntax.SyntaxTree.fromText(text, name))
-        tops = [inst.name for inst in compilation.getRoot().topInstances]
-    except Exception:  # noqa: BLE001 - inference is best effort; the simulator decides then
-        return None
+    tops = top_modules([f.content for f in ctx.task.testbench
+                        if f.name.lower().endswith(COMPILED_SUFFIXES)])
     if len(tops) > 1:
         tops = [t for t in tops if _TB_NAME.search(t)]
     return tops[0] if len(tops) == 1 else None
@@ -217,6 +202,6 @@ def icarus_build(ctx: ValidationContext, iverilog: str, warnings: Sequence[str])
     key = ("iverilog-build", argv)
     run = ctx.artifacts.get(key)
     if run is None:
-        run = ctx.runner.run(list(argv), cwd=ctx.workdir, timeout=ctx.timeout)
+        run = ctx.runner.run(list(argv), cwd=ctx.workdir, timeout=ctx.timeout, tool=ICARUS)
         ctx.artifacts[key] = run
     return run

@@ -13,13 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rtlforge.core.errors import (
-    ExtractionError,
-    RtlforgeError,
-    TaskFormatError,
-    ToolMissingError,
-    is_infra,
-)
+from rtlforge.core.errors import ExtractionError, TaskFormatError, ToolMissingError
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.interfaces import PPAEstimator, Reward
 from rtlforge.core.models import (
@@ -31,10 +25,10 @@ from rtlforge.core.models import (
     ValidationReport,
     Verdict,
 )
+from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure, error_measure, measure_ppa
 from rtlforge.evaluation.passk import mean_pass_at_k
 from rtlforge.generation.extract import extract_verilog
 from rtlforge.pareto.hypervolume import Backend, hvc_group, objective_vector
-from rtlforge.sandbox.runner import SandboxRunner
 from rtlforge.tasks.loader import Sample
 from rtlforge.validate.pipeline import Pipeline
 
@@ -160,32 +154,6 @@ def evaluate_samples(
 # --------------------------------------------------------------------------------------------
 
 
-class PPAMeasure(BaseModel):
-    """Raw PPA of one design, or why it could not be measured (never both).
-
-    ``infra`` marks an error that says nothing about the design (:func:`is_infra`): such a
-    measurement is missing, not bad, and may be retried.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    power: float | None = None  # mW
-    delay: float | None = None  # ns
-    area: float | None = None  # um^2
-    cells: int | None = None
-    error: str | None = None
-    infra: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and None not in (self.power, self.delay, self.area)
-
-    def triple(self) -> dict[str, float] | None:
-        if not self.ok:
-            return None
-        return {"power": self.power, "delay": self.delay, "area": self.area}  # type: ignore[dict-item]
-
-
 class SampleDetail(BaseModel):
     """Everything the report shows about one sample; ``hvc`` is against earlier iterations."""
 
@@ -281,20 +249,6 @@ def sample_labels(extra: Mapping[str, Any], default_method: str) -> tuple[str, i
     return method, values[0], values[1]
 
 
-def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
-             runner: SandboxRunner) -> PPAMeasure:
-    """One PPA run; a missing tool is fatal for the whole batch, anything else is per design
-    (recorded as an error, marked ``infra`` when :func:`is_infra` says it is not the design's)."""
-    try:
-        ppa = estimator.estimate(candidate, top, runner)
-    except ToolMissingError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - one bad design must not sink an hour-long batch
-        internal = "" if isinstance(exc, RtlforgeError) else "internal "
-        return PPAMeasure(error=f"{internal}{type(exc).__name__}: {exc}", infra=is_infra(exc))
-    return PPAMeasure(power=ppa.power_mw, delay=ppa.delay_ns, area=ppa.area_um2, cells=ppa.cells)
-
-
 def _first_message(report: ValidationReport) -> str | None:
     if report.passed:
         return None
@@ -359,10 +313,15 @@ def evaluate_detailed(
         if estimator is not None:
             wanted = sorted({s.task_id for s in samples if tasks[s.task_id].golden})
 
+            goldens = GoldenPPA(estimator, pipeline.runner)
+
             def gold(tid: str) -> PPAMeasure:
-                task = tasks[tid]
-                out = measure_ppa(estimator, Candidate(files=task.golden, task_id=tid), task.top,
-                               pipeline.runner)
+                try:
+                    out = goldens.measure(tasks[tid])
+                except ToolMissingError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - infrastructure, reported per task
+                    out = error_measure(exc)
                 if on_measured is not None:
                     on_measured()
                 return out

@@ -18,7 +18,6 @@ defined in ``docs/pareto.md`` and in the docstrings below.
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,9 +26,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from rtlforge.core.errors import ConfigError
+from rtlforge.core.models import PPAResult
 from rtlforge.pareto.hypervolume import Backend, hypervolume, non_dominated, objective_vector
 
 EPS_NORM = 1e-20
@@ -58,38 +58,45 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
 
-class GoldenPPA(_Strict):
-    power: float
-    delay: float
-    area: float
+_PPA_KEYS = ("power", "delay", "area")
 
 
 class Record(_Strict):
-    """One generated circuit of one method, task, trial and iteration, with its raw PPA."""
+    """One generated circuit of one method, task, trial and iteration, with its raw PPA.
+
+    The records file keeps its flat shape (``power``, ``delay``, ``area`` beside the labels,
+    ``golden`` a ``{power, delay, area}`` mapping); ``ppa`` is None unless all three are given.
+    """
 
     method: str
     task: str
     trial: int
     iteration: int
     passed: bool
-    power: float | None = None
-    delay: float | None = None
-    area: float | None = None
-    golden: GoldenPPA | None = None
+    ppa: PPAResult | None = None
+    golden: PPAResult | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_ppa(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping) or "ppa" in value:
+            return value
+        row = dict(value)
+        numbers = {k: row.pop(k, None) for k in _PPA_KEYS}
+        row["ppa"] = None if any(v is None for v in numbers.values()) else numbers
+        return row
 
     def objectives(self) -> NDArray[np.float64] | None:
         """Objective vector of a passing circuit with valid PPA; None otherwise."""
-        if not self.passed or self.golden is None:
+        if not self.passed or self.golden is None or self.ppa is None:
             return None
-        raw = {"power": self.power, "delay": self.delay, "area": self.area}
-        return objective_vector(raw, self.golden.model_dump())
+        return objective_vector(self.ppa.triple(), self.golden.triple())
 
     def raw_triple(self) -> tuple[float, float, float] | None:
         """(power, delay, area) when all are present and finite (NaN would never compare equal)."""
-        vals = (self.power, self.delay, self.area)
-        if any(v is None or not math.isfinite(v) for v in vals):
+        if self.ppa is None or not self.ppa.finite:
             return None
-        return vals  # type: ignore[return-value]
+        return self.ppa.power_mw, self.ppa.delay_ns, self.ppa.area_um2
 
 
 def load_records(path: str | Path) -> list[Record]:
@@ -104,7 +111,8 @@ def load_records(path: str | Path) -> list[Record]:
         if not line.strip():
             continue
         try:
-            records.append(Record.model_validate_json(line))
+            # strict down into the PPA too: "1" is not a number there either
+            records.append(Record.model_validate_json(line, strict=True))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"

@@ -11,7 +11,6 @@ so untrusted text (a spec, a generated circuit, a tool message) containing ``{hi
 
 from __future__ import annotations
 
-import math
 import string
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -20,9 +19,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, model_validator
+
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import GenerationRequest
-from rtlforge.core.models import Task
+from rtlforge.core.models import PPAResult, Task
 
 __all__ = [
     "HistoryEntry",
@@ -74,22 +75,40 @@ def render(text: str, values: Mapping[str, object], allowed: frozenset[str]) -> 
     return "".join(out)
 
 
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One earlier circuit as a prompt shows it: its source and PPA, or why it has none."""
+_FLAT_PPA = ("power", "delay", "area")
+
+
+class HistoryEntry(BaseModel):
+    """One earlier circuit as a prompt shows it: its source and PPA, or why it has none.
+
+    Also built from the flat keyword form ``power=, delay=, area=, cells=`` (an entry without
+    all three numbers has no PPA), so callers holding raw numbers need no PPA object.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     source: str
     iteration: int
-    power: float | None = None
-    delay: float | None = None
-    area: float | None = None
-    cells: int | None = None
+    ppa: PPAResult | None = None
     verdict: str = "pass"
     message: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_ppa(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping) or not {*_FLAT_PPA, "cells"} & set(value):
+            return value
+        fields = dict(value)
+        numbers = {k: fields.pop(k, None) for k in _FLAT_PPA}
+        cells = fields.pop("cells", None)
+        if "ppa" not in fields:
+            fields["ppa"] = (None if any(v is None for v in numbers.values())
+                             else {**numbers, "cells": cells})
+        return fields
+
     @property
     def has_ppa(self) -> bool:
-        return all(v is not None and math.isfinite(v) for v in (self.power, self.delay, self.area))
+        return self.ppa is not None and self.ppa.finite
 
 
 def _num(value: float | None) -> str:
@@ -157,11 +176,11 @@ class PromptTemplate:
             return self.history_empty
         items = []
         for index, entry in enumerate(history, start=1):
-            if entry.has_ppa:
+            if entry.ppa is not None and entry.has_ppa:
                 ppa = render(self.history_ppa, {
-                    "power": _num(entry.power), "delay": _num(entry.delay),
-                    "area": _num(entry.area),
-                    "cells": "n/a" if entry.cells is None else entry.cells,
+                    "power": _num(entry.ppa.power_mw), "delay": _num(entry.ppa.delay_ns),
+                    "area": _num(entry.ppa.area_um2),
+                    "cells": "n/a" if entry.ppa.cells is None else entry.ppa.cells,
                 }, PPA_FIELDS)
             else:
                 message = f": {entry.message}" if entry.message else ""

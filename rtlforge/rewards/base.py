@@ -17,12 +17,14 @@ Per-sample columns (keyword arguments of :meth:`RTLReward.score`, one value per 
   :func:`~rtlforge.pareto.hypervolume.objective_vector` returns).
   A mapping may also carry ``"code"`` (the circuit's source), used for duplicate detection,
   or ``"objectives"`` (a vector). A JSON string of such a list is accepted, as datasets often
-  store nested columns that way.
+  store nested columns that way. Each entry is parsed once into a :class:`HistoryItem`; an entry
+  of none of these shapes is a ``ValueError`` naming it.
 - ``golden_ppa`` (optional): the golden's PPA as a raw mapping; overrides the measured one.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from rtlforge.core.errors import ExtractionError, TaskFormatError, is_infra
 from rtlforge.core.executor import Executor
@@ -44,6 +46,7 @@ from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
 from rtlforge.evaluation.evaluate import candidate_from_completion
+from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure
 from rtlforge.pareto.hypervolume import EPS, objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
@@ -136,7 +139,7 @@ class Item:
             task_id=self.task_id, reward=self.reward,
             verdict=self.report.verdict if self.report is not None else None,
             objectives=tuple(float(x) for x in obj) if obj is not None else None,
-            hvc=self.hvc, ppa=ppa_mapping(self.ppa) if self.ppa is not None else None,
+            hvc=self.hvc, ppa=self.ppa.triple() if self.ppa is not None else None,
             flags=tuple(self.flags), reason=self.reason,
             cached=bool(self.report is not None and self.report.cached),
         )
@@ -185,21 +188,30 @@ def resolve_tasks(tasks: TaskSource) -> Callable[[str], Task | None]:
     raise TypeError(f"tasks must be a mapping, list, directory or callable, not {type(tasks)}")
 
 
-def ppa_mapping(ppa: Any) -> dict[str, float] | None:
-    """``{"power", "delay", "area"}`` from a PPAResult, an object or a mapping; None if absent."""
-    if ppa is None:
-        return None
-    keys = (("power", "power_mw"), ("delay", "delay_ns"), ("area", "area_um2"))
-    out: dict[str, float] = {}
-    for short, long in keys:
-        if isinstance(ppa, Mapping):
-            value = ppa.get(short, ppa.get(long))
-        else:
-            value = getattr(ppa, long, getattr(ppa, short, None))
+_PPA_KEYS = ("power", "delay", "area", "power_mw", "delay_ns", "area_um2")
+
+
+def parse_ppa(value: Any, *, what: str = "PPA") -> PPAResult | None:
+    """The one parse of a PPA column value: None, a :class:`PPAResult`, a mapping with
+    ``{power, delay, area}`` (or ``power_mw``/``delay_ns``/``area_um2``), or JSON text of one.
+
+    Keys other than the PPA ones are ignored (rows carry ``code``, ``ratio``...); a value
+    without all three numbers raises ``ValueError`` saying what is wrong.
+    """
+    if value is None or isinstance(value, PPAResult):
+        return value
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else None
         if value is None:
             return None
-        out[short] = float(value)
-    return out
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{what} {value!r} is not a PPA mapping {{power, delay, area}}")
+    try:
+        return PPAResult.model_validate({k: v for k, v in value.items() if k in _PPA_KEYS})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
+                             for e in exc.errors())
+        raise ValueError(f"{what} {dict(value)!r} is not a valid PPA: {problems}") from exc
 
 
 def valid_ppa(ppa: Mapping[str, float] | None, *, zero_delay: bool = False) -> bool:
@@ -212,6 +224,45 @@ def valid_ppa(ppa: Mapping[str, float] | None, *, zero_delay: bool = False) -> b
 def _is_vector(entry: Any) -> bool:
     return (not isinstance(entry, str | bytes | Mapping) and isinstance(entry, Sequence | Iterable)
             and hasattr(entry, "__len__") and len(entry) == 3)
+
+
+class HistoryItem(BaseModel):
+    """One parsed history entry: a circuit's raw PPA or its objective vector, and its code.
+
+    A code-only entry (no PPA, no vector) serves duplicate detection and is no point in
+    objective space.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str | None = None
+    ppa: PPAResult | None = None
+    objectives: tuple[float, float, float] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, entry: Any) -> Any:
+        neither = (f"history entry {entry!r} is neither a PPA mapping {{power, delay, area}} "
+                   "nor a 3-element objective vector")
+        if isinstance(entry, PPAResult):
+            return {"ppa": entry}
+        if isinstance(entry, Mapping) and "ppa" in entry:
+            return entry  # already in this model's own shape
+        if _is_vector(entry):
+            return {"objectives": list(entry)}
+        if not isinstance(entry, Mapping):
+            raise ValueError(neither)
+        code = entry.get("code") if isinstance(entry.get("code"), str) else None
+        if "objectives" in entry:
+            if not _is_vector(entry["objectives"]):
+                raise ValueError(neither)
+            return {"code": code, "objectives": list(entry["objectives"])}
+        present = [k for k in _PPA_KEYS if entry.get(k) is not None]
+        if code is not None and len(present) < 3:
+            return {"code": code}
+        if not present:
+            raise ValueError(neither)
+        return {"code": code, "ppa": parse_ppa(entry, what="history entry")}
 
 
 def history_entries(history: Any) -> list[Any]:
@@ -228,22 +279,26 @@ def history_entries(history: Any) -> list[Any]:
     return list(history)
 
 
+def parse_history(history: Any) -> list[HistoryItem]:
+    """One sample's history column parsed and validated (``ValueError`` names a bad entry)."""
+    items = []
+    for entry in history_entries(history):
+        try:
+            items.append(HistoryItem.model_validate(entry))
+        except ValidationError as exc:
+            raise ValueError("; ".join(str(e["msg"]).removeprefix("Value error, ")
+                                       for e in exc.errors())) from exc
+    return items
+
+
 def history_codes(history: Any) -> set[str]:
     """Normalised-source hashes of the history entries that carry their code."""
-    return {guards.code_hash(e["code"]) for e in history_entries(history)
-            if isinstance(e, Mapping) and isinstance(e.get("code"), str)}
+    return {guards.code_hash(item.code) for item in parse_history(history) if item.code}
 
 
 def history_ppa(history: Any) -> list[dict[str, float]]:
     """The raw PPA triples in a history (objective-vector entries have none)."""
-    out = []
-    for entry in history_entries(history):
-        if (isinstance(entry, Mapping) and "objectives" not in entry) or isinstance(
-                entry, PPAResult):
-            ppa = ppa_mapping(entry)
-            if ppa is not None:
-                out.append(ppa)
-    return out
+    return [item.ppa.triple() for item in parse_history(history) if item.ppa is not None]
 
 
 def history_objectives(history: Any, golden: Mapping[str, float] | None) -> Any:
@@ -252,23 +307,15 @@ def history_objectives(history: Any, golden: Mapping[str, float] | None) -> Any:
     Raw-PPA entries are normalised by ``golden``; vectors are taken as they are.
     """
     rows = []
-    for entry in history_entries(history):
-        if isinstance(entry, Mapping) and "objectives" in entry:
-            entry = entry["objectives"]
-        if _is_vector(entry):
-            vec = np.asarray([float(x) for x in entry], dtype=float)
+    for item in parse_history(history):
+        if item.objectives is not None:
+            vec = np.asarray(item.objectives, dtype=float)
             if np.all(np.isfinite(vec)) and np.all(vec > 0):
                 rows.append(vec)
-            continue
-        raw = ppa_mapping(entry)
-        if raw is None and isinstance(entry, Mapping) and "code" in entry:
-            continue  # a code-only entry: used for duplicate detection, no point in objective space
-        if raw is None:
-            raise ValueError(f"history entry {entry!r} is neither a PPA mapping "
-                             "{power, delay, area} nor a 3-element objective vector")
-        vec = objective_vector(raw, golden) if golden is not None else None
-        if vec is not None:
-            rows.append(np.asarray(vec, dtype=float))
+        elif item.ppa is not None and golden is not None:
+            raw = objective_vector(item.ppa.triple(), golden)
+            if raw is not None:
+                rows.append(np.asarray(raw, dtype=float))
     return np.vstack(rows) if rows else np.empty((0, 3))
 
 
@@ -578,6 +625,7 @@ class PPAReward(RTLReward):
         self.ppa_options = {k: v for k, v in (("clock", clock), ("period_ns", period_ns))
                             if v is not None}
         self._ppa = _LRU(20_000)
+        self.goldens = GoldenPPA(estimator, self.pipeline.runner, self.ppa_options)
 
     def _measure(self, candidate: Candidate, top: str) -> PPAResult | Exception:
         key = (self.estimator.name, candidate.digest(), top,
@@ -594,38 +642,45 @@ class PPAReward(RTLReward):
             self._ppa.put(key, result)
         return result
 
-    def _measure_all(self, jobs: list[tuple[Candidate, str]]) -> list[PPAResult | Exception]:
+    def _golden(self, task: Task) -> PPAMeasure | Exception:
+        try:
+            return self.goldens.measure(task)
+        except Exception as exc:  # noqa: BLE001 - an infrastructure failure, classified below
+            return exc
+
+    def _measure_all(self, jobs: Sequence[Callable[[], Any]]) -> list[Any]:
         if not jobs:
             return []
         workers = min(len(jobs), self.ppa_workers or 16)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rtlforge-ppa") as pool:
-            return list(pool.map(lambda job: self._measure(*job), jobs))
+            return list(pool.map(lambda job: job(), jobs))
 
     def _score_passing(self, items: list[Item], columns: Mapping[str, Any]) -> None:
         # Goldens of tasks without a golden_ppa column, and candidates, in one parallel batch.
-        golden_tasks = {it.task.id: it.task for it in items
-                        if it.task is not None and ppa_mapping(it.golden_column) is None}
-        jobs: list[tuple[Candidate, str]] = [
-            (Candidate(files=t.golden, task_id=t.id), t.top) for t in golden_tasks.values()
-            if t.golden
-        ]
-        measured_goldens = [t for t in golden_tasks.values() if t.golden]
-        jobs += [(it.candidate, it.candidate.top or it.task.top) for it in items
-                 if it.candidate is not None and it.task is not None]
+        column_golden = {it.index: parse_ppa(it.golden_column, what="golden_ppa")
+                         for it in items}
+        measured_goldens = list({it.task.id: it.task for it in items
+                                 if it.task is not None and it.task.golden
+                                 and column_golden[it.index] is None}.values())
+        jobs: list[Callable[[], Any]] = [
+            functools.partial(self._golden, t) for t in measured_goldens]
+        jobs += [functools.partial(self._measure, it.candidate, it.candidate.top or it.task.top)
+                 for it in items if it.candidate is not None and it.task is not None]
         results = self._measure_all(jobs)
         golden_of = dict(zip((t.id for t in measured_goldens), results, strict=False))
         for it, result in zip(items, results[len(measured_goldens):], strict=True):
-            golden = ppa_mapping(it.golden_column)
+            given = column_golden[it.index]
+            golden = given.triple() if given is not None else None
             raw = golden_of.get(it.task_id)
             if golden is None:
                 if raw is None:
                     it.finish(None, f"task {it.task_id!r} has no golden design and the sample "
                               "no golden_ppa column", TASK_UNUSABLE)
                     continue
-                if _is_infra(raw):
+                if isinstance(raw, Exception):
                     it.finish(None, f"golden PPA: infrastructure failure: {raw}", PPA_INFRA)
                     continue
-                golden = None if isinstance(raw, Exception) else ppa_mapping(raw)
+                golden = raw.triple()
             if not valid_ppa(golden):
                 it.finish(None, f"the golden of task {it.task_id!r} has no valid PPA",
                           TASK_UNUSABLE)
@@ -639,11 +694,11 @@ class PPAReward(RTLReward):
                 it.reason = f"PPA could not be measured: {result}"
             else:
                 it.ppa = result
-                cand = ppa_mapping(result)
+                cand = result.triple()
                 it.objectives = objective_vector(cand, golden) if valid_ppa(cand) else None
                 if it.objectives is None:
                     it.flag(PPA_INVALID)
-                if cand is not None and any(_same(cand, h) for h in history_ppa(it.history)):
+                if any(_same(cand, h) for h in history_ppa(it.history)):
                     self._policy(it, self.on_duplicate, guards.DUPLICATE_HISTORY,
                                  "the candidate's PPA repeats a circuit in its history")
         self._score_ppa([it for it in items if not it.final], columns)

@@ -31,7 +31,6 @@ from rtlforge.rewards.base import (
     TaskSource,
     freeze,
     history_objectives,
-    ppa_mapping,
     scalar_ppa,
 )
 
@@ -62,7 +61,7 @@ class PPAScalarReward(PPAReward):
 
     def _score_ppa(self, items: list[Item], columns: Mapping[str, Any]) -> None:
         for it in items:
-            it.finish(self.base + scalar_ppa(ppa_mapping(it.ppa), it.golden))
+            it.finish(self.base + scalar_ppa(it.ppa.triple() if it.ppa else None, it.golden))
 
 
 class TestbenchPPAReward(PPAScalarReward):

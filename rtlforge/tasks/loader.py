@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rtlforge.core.errors import TaskFormatError
 from rtlforge.core.models import PassRule, Port, SourceFile, Task
+from rtlforge.eda.modules import declared_modules, rename_module, scan_modules, top_modules
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -481,63 +482,23 @@ def save_task(task: Task, directory: Path) -> Path:
 # RTLLM v2
 # --------------------------------------------------------------------------------------------
 
-#: Words that can precede `name (` in a testbench without being a module instantiation.
-_VERILOG_KEYWORDS = frozenset(
-    {
-        "always", "always_comb", "always_ff", "always_latch", "and", "assert", "assign", "assume",
-        "automatic", "begin", "buf", "case", "casex", "casez", "cover", "deassign", "default",
-        "defparam", "disable", "do", "else", "end", "endcase", "endfunction", "endgenerate",
-        "endmodule", "endtask", "event", "for", "force", "forever", "fork", "function", "generate",
-        "genvar", "if", "initial", "inout", "input", "integer", "join", "join_any", "join_none",
-        "localparam", "logic", "module", "nand", "negedge", "nor", "not", "or", "output",
-        "parameter",
-        "posedge", "real", "realtime", "reg", "release", "repeat", "return", "signed", "specify",
-        "string", "task", "time", "tri", "unsigned", "wait", "while", "wire", "xor", "xnor",
-    }
-)
-_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
-_MODULE_DECL = re.compile(r"\b(?:module|macromodule)\s+([A-Za-z_][A-Za-z0-9_$]*)")
-# `name #(` or `name inst (` / `name inst[3:0] (`: the shape of a module instantiation
-_INSTANCE = re.compile(
-    r"(?<![\w$.`'])([A-Za-z_][A-Za-z0-9_$]*)(?![\w$])\s*"
-    r"(?:#|([A-Za-z_][A-Za-z0-9_$]*)\s*(?:\[[^\]]*\]\s*)?\()"
-)
-
-
-def _blank_comments(source: str) -> str:
-    """Comments and strings replaced by spaces of the same length, so offsets still line up."""
-    return _COMMENT_OR_STRING.sub(
-        lambda m: re.sub(r"[^\n]", " ", m.group(0)), source
-    )
-
-
-def _declared(blanked: str) -> list[str]:
-    return _MODULE_DECL.findall(blanked)
-
-
-def _instantiated(blanked: str) -> set[str]:
-    names = set()
-    for match in _INSTANCE.finditer(blanked):
-        name, inst = match.group(1), match.group(2)
-        if name in _VERILOG_KEYWORDS or (inst is not None and inst in _VERILOG_KEYWORDS):
-            continue
-        names.add(name)
-    return names - set(_declared(blanked))
+def _instantiated(text: str) -> set[str]:
+    """Modules the text instantiates but does not declare (what it expects from elsewhere)."""
+    scan = scan_modules(text)
+    return set(scan.instantiated) - set(scan.declared)
 
 
 def _rtllm_top(label: str, testbench: str, reference: str) -> tuple[str, str]:
     """(module the testbench expects, module the reference declares for it)."""
-    tb = _blank_comments(testbench)
-    ref = _blank_comments(reference)
-    declared = _declared(ref)
-    used_in_tb = _instantiated(tb)
+    declared = declared_modules(reference)
+    used_in_tb = _instantiated(testbench)
     matches = {
         (bare, module)
         for module in declared
         for bare in {module, module.removeprefix("verified_")}
         if bare in used_in_tb
     }
-    ref_roots = [m for m in declared if not _internal_uses(ref, m)]
+    ref_roots = top_modules([reference])
     if len(matches) > 1:  # the testbench may also instantiate a submodule: keep the root
         matches = {pair for pair in matches if pair[1] in ref_roots}
     if len(matches) == 1:
@@ -553,25 +514,12 @@ def _rtllm_top(label: str, testbench: str, reference: str) -> tuple[str, str]:
     )
 
 
-def _internal_uses(blanked: str, module: str) -> set[str]:
-    """``{module}`` when another declaration in the same file instantiates it."""
-    pattern = re.compile(rf"(?<![\w$.]){re.escape(module)}(?![\w$])\s*(?:#|[A-Za-z_][\w$]*\s*\()")
-    declarations = list(_MODULE_DECL.finditer(blanked))
-    for decl in declarations:
-        body_end = blanked.find("endmodule", decl.end())
-        body = blanked[decl.end(): body_end if body_end >= 0 else len(blanked)]
-        if decl.group(1) != module and pattern.search(body):
-            return {module}
-    return set()
-
-
 def _rename_module(source: str, old: str, new: str) -> str:
     """Rename the declaration of ``old`` only (comments, strings and other text untouched)."""
-    blanked = _blank_comments(source)
-    for match in _MODULE_DECL.finditer(blanked):
-        if match.group(1) == old:
-            return source[: match.start(1)] + new + source[match.end(1):]
-    raise TaskFormatError(f"module {old!r} is not declared")  # caller checked; defensive
+    renamed = rename_module(source, old, new)
+    if renamed is None:
+        raise TaskFormatError(f"module {old!r} is not declared")  # caller checked; defensive
+    return renamed
 
 
 def load_rtllm_task(design_dir: str | Path) -> Task:
@@ -608,12 +556,12 @@ def load_rtllm_task(design_dir: str | Path) -> Task:
     top, ref_module = _rtllm_top(label, testbench.content, reference.content)
     golden_text = reference.content
     if ref_module != top:
-        if top in _declared(_blank_comments(golden_text)):
+        if top in declared_modules(golden_text):
             raise TaskFormatError(
                 f"RTLLM task {label}: reference already declares {top!r} besides {ref_module!r}"
             )
         golden_text = _rename_module(golden_text, ref_module, top)
-    tb_modules = _declared(_blank_comments(testbench.content))
+    tb_modules = declared_modules(testbench.content)
     return Task(
         id=directory.name,
         spec=spec,

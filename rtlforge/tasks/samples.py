@@ -21,13 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.errors import TaskFormatError
 from rtlforge.core.models import Task
+from rtlforge.eda.modules import declared_modules
 from rtlforge.tasks.loader import MAX_FILE_BYTES, Sample
 
 __all__ = ["LLMOutputs", "MatchedFile", "load_llm_outputs", "match_design"]
 
 _TRIAL_DIR = re.compile(r"t(\d+)")
-_MODULE = re.compile(r"\b(?:module|macromodule)\s+([A-Za-z_][A-Za-z0-9_$]*)")
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _VERILOG_SUFFIXES = (".v", ".sv")
 
 MatchKind = Literal["name", "module", "spelling"]
@@ -65,10 +64,6 @@ class LLMOutputs(BaseModel):
         return tuple(f for f in self.files if f.task_id is not None and f.how != "name")
 
 
-def _declared_modules(source: str) -> list[str]:
-    return _MODULE.findall(_COMMENTS.sub(" ", source))
-
-
 def match_design(stem: str, source: str, tasks: Mapping[str, Task]) -> tuple[str | None, str]:
     """``(task_id, how)`` for one output file, or ``(None, reason)`` when nothing fits."""
     if stem in tasks:
@@ -77,7 +72,7 @@ def match_design(stem: str, source: str, tasks: Mapping[str, Task]) -> tuple[str
     for task in tasks.values():
         by_top.setdefault(task.top, set()).add(task.id)
         by_top.setdefault(task.id, set()).add(task.id)
-    declared = _declared_modules(source)
+    declared = declared_modules(source)
     hits = {tid for module in declared for tid in by_top.get(module, ())}
     if len(hits) == 1:
         return next(iter(hits)), "module"

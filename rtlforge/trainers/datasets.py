@@ -215,35 +215,34 @@ def reconstruct(
 def usable_tasks(tasks: Iterable[Task], reward: Any) -> list[Task]:
     """Tasks whose golden passes its own testbench and whose golden PPA can be measured.
 
-    ``reward`` is an :class:`~rtlforge.rewards.base.PPAReward` (its pipeline, estimator and
-    cached task checks are reused): a task the reward would abstain on teaches nothing.
+    ``reward`` is an :class:`~rtlforge.rewards.base.PPAReward` (its pipeline, golden PPA
+    service and cached task checks are reused): a task the reward would abstain on teaches
+    nothing.
     """
-    from rtlforge.core.models import Candidate
-    from rtlforge.rewards.base import ppa_mapping, valid_ppa
+    from rtlforge.rewards.base import valid_ppa
 
     tasks = list(tasks)
     checks = reward.check_tasks(tasks)
     keep = [t for t in tasks if t.golden and checks.get(t.id) is not None and checks[t.id].usable]
-    results = [_measure_golden(reward, t, Candidate) for t in keep]
-    return [t for t, res in zip(keep, results, strict=True)
-            if not isinstance(res, Exception) and valid_ppa(ppa_mapping(res))]
-
-
-def _measure_golden(reward: Any, task: Task, candidate_cls: Any) -> Any:
-    try:
-        return reward.estimator.estimate(candidate_cls(files=task.golden, task_id=task.id),
-                                         task.top, reward.pipeline.runner, **reward.ppa_options)
-    except Exception as exc:  # noqa: BLE001 - a task we cannot measure is filtered out
-        return exc
+    out = []
+    for task in keep:
+        try:
+            measure = reward.goldens.measure(task)
+        except Exception:  # noqa: BLE001 - a task we cannot measure is filtered out
+            continue
+        if valid_ppa(measure.triple()):
+            out.append(task)
+    return out
 
 
 def _ppa_pair(ppa: Any) -> tuple[float, float] | None:
-    from rtlforge.rewards.base import ppa_mapping
+    from rtlforge.rewards.base import parse_ppa
 
-    m = ppa_mapping(ppa)
-    if m is None or not all(math.isfinite(m[k]) and m[k] > 0 for k in ("area", "delay")):
+    parsed = parse_ppa(ppa, what="candidate PPA")
+    if parsed is None or not all(math.isfinite(v) and v > 0
+                                 for v in (parsed.area_um2, parsed.delay_ns)):
         return None
-    return m["area"], m["delay"]
+    return parsed.area_um2, parsed.delay_ns
 
 
 def area_delay_correlation(candidates: Iterable[Any], *, distinct: bool = True) -> float | None:

@@ -46,7 +46,7 @@ from rtlforge.core.models import (
 )
 from rtlforge.eda.feedback import make_feedback, source_context
 from rtlforge.eda.verdicts import instrument_testbench, new_nonce
-from rtlforge.sandbox.runner import SandboxRunner, find_tool
+from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
 from rtlforge.validate.cache import MemoryCache, ResultCache
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class Pipeline:
             for validator in self.validators:
                 for tool in validator.tool_names():
                     try:
-                        tools[tool] = find_tool(tool).version
+                        tools[tool] = find_tool(tool_spec(tool, validator.tools)).version
                     except ToolMissingError:
                         tools[tool] = None
             blob = {

@@ -251,7 +251,8 @@ def write(path: Path, rows: list[Any]) -> Path:
 def test_load_records(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [*HAND[:2], ""])
     got = load_records(path)
-    assert len(got) == 2 and got[1].power == 0.5 and got[0].golden is not None
+    assert len(got) == 2 and got[1].ppa is not None and got[1].ppa.power_mw == 0.5
+    assert got[0].golden is not None
 
 
 @pytest.mark.parametrize(("bad", "where"), [

@@ -19,7 +19,15 @@ import pytest
 from _processes import alive, tagged
 
 from rtlforge.core.errors import SandboxError, ToolMissingError
-from rtlforge.sandbox.runner import Limits, SandboxRunner, find_tool, network_isolation_prefix
+from rtlforge.core.models import ToolSpec
+from rtlforge.eda.tools import ICARUS, YOSYS
+from rtlforge.sandbox.runner import (
+    Limits,
+    SandboxRunner,
+    find_tool,
+    network_isolation_prefix,
+    tool_spec,
+)
 
 MakeRunner = Callable[..., SandboxRunner]
 
@@ -53,9 +61,35 @@ def test_runs_tool_in_its_directory_and_records_it(runner: SandboxRunner) -> Non
 
 
 @pytest.mark.tools
-def test_known_tools_record_their_version() -> None:
-    assert "Icarus Verilog" in (find_tool("iverilog").version or "")
-    assert "Yosys" in (find_tool("yosys").version or "")
+def test_known_tools_record_their_version(runner: SandboxRunner) -> None:
+    assert "Icarus Verilog" in (find_tool(ICARUS).version or "")
+    assert "Yosys" in (find_tool(YOSYS).version or "")
+    # a run given the plugin's spec records the version in its result
+    with runner.workspace() as wd:
+        run = runner.run(["iverilog", "-V"], cwd=wd, tool=ICARUS)
+    assert run.tool is not None and "Icarus Verilog" in (run.tool.version or "")
+
+
+def test_a_spec_says_how_to_install_and_how_to_read_the_version(tmp_path: Path) -> None:
+    missing = ToolSpec(name="definitely-not-a-real-eda-tool",
+                       install_hint="Install it from the vendor's site.")
+    with pytest.raises(ToolMissingError) as err:
+        find_tool(missing)
+    assert err.value.hint == "Install it from the vendor's site."
+    script = tmp_path / "fake-sim"
+    script.write_text("#!/bin/sh\necho 'banner line'\necho 'Fake Sim release 4.2.1 (c)'\n")
+    script.chmod(0o755)
+    spec = ToolSpec(name=str(script), version_args=("--version",),
+                    version_pattern=r"release (\S+)")
+    assert find_tool(spec).version == "4.2.1"
+    assert find_tool(spec.model_copy(update={"version_pattern": None})).version == "banner line"
+
+
+def test_a_configured_executable_keeps_its_declared_spec() -> None:
+    assert tool_spec("/opt/eda/bin/iverilog", [YOSYS, ICARUS]) == ICARUS.using(
+        "/opt/eda/bin/iverilog")
+    assert tool_spec("/opt/eda/bin/iverilog", [ICARUS]).version_args == ("-V",)
+    assert tool_spec("other", [ICARUS]) == ToolSpec(name="other")
 
 
 def test_timeout_kills_the_whole_process_group(runner: SandboxRunner) -> None:

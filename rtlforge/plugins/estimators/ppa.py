@@ -38,7 +38,7 @@ from rtlforge.core.errors import (
 )
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import PPAEstimator, PPAResult
-from rtlforge.core.models import Candidate, SourceFile, ToolInfo
+from rtlforge.core.models import Candidate, SourceFile, ToolInfo, ToolSpec
 from rtlforge.eda.liberty import (
     GENERIC_LIBERTY,
     SKY130_DONT_USE,
@@ -48,6 +48,7 @@ from rtlforge.eda.liberty import (
     prepare_liberty,
 )
 from rtlforge.eda.stages import clip_log, compiled_sources
+from rtlforge.eda.tools import STA, YOSYS, YOSYS_ABC
 from rtlforge.sandbox.runner import Limits, SandboxRunner, find_tool
 
 if TYPE_CHECKING:
@@ -257,7 +258,7 @@ class _YosysFlow(PPAEstimator):
             f"write_verilog -noattr {_NETLIST}",
         ))
         run = runner.run(["yosys", "-q", "-l", "yosys.log", "-p", script], cwd=workdir,
-                         timeout=self.timeout, ro_paths=[lib])
+                         timeout=self.timeout, ro_paths=[lib], tool=YOSYS)
         log_file = workdir / "yosys.log"
         log = log_file.read_text(errors="replace") if log_file.exists() else run.output
         if run.timed_out:
@@ -314,6 +315,7 @@ class YosysAbcPPA(_YosysFlow):
     """
 
     name: ClassVar[str] = "yosys-abc"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (YOSYS, YOSYS_ABC)
 
     _SCRIPT = ("+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&dch,-f;"
                "&nf{D};&put;stime,-p")
@@ -383,7 +385,7 @@ class _StaProcess:
         limits = self.runner.limits.model_copy(update={"timeout_s": self.timeout,
                                                        "cpu_s": 3600})
         self.proc = self.runner.spawn(["sta", "-no_splash", "-no_init"], self.workdir,
-                                      limits=limits, ro_paths=[self.liberty])
+                                      limits=limits, ro_paths=[self.liberty], tool=STA)
         self.queries = 0
         out = self._exchange(f"read_liberty {{{self.liberty}}}", timeout=max(self.timeout, 120))
         error = _TCL_ERROR.search(out)
@@ -484,6 +486,7 @@ class YosysStaPPA(_YosysFlow):
     """
 
     name: ClassVar[str] = "yosys-sta"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (YOSYS, YOSYS_ABC, STA)
 
     def __init__(self, *, liberty: str | Path | None = None,
                  dont_use: Sequence[str] | None = None, activity: float = 0.1,
@@ -618,7 +621,7 @@ class YosysStaPPA(_YosysFlow):
                 content=f"read_liberty {{{lib}}}\n{_catch(chr(10) + body + chr(10))}\nexit\n")],
                 role="trusted")
             run = runner.run(["sta", "-no_splash", "-no_init", "-exit", _STA_SCRIPT],
-                             cwd=workdir, timeout=self.sta_timeout, ro_paths=[lib])
+                             cwd=workdir, timeout=self.sta_timeout, ro_paths=[lib], tool=STA)
             if run.timed_out:
                 raise PPATimeoutError(f"sta ran past {self.sta_timeout:g} s", stage="sta",
                                       log=run.output)
@@ -635,7 +638,7 @@ class YosysStaPPA(_YosysFlow):
                  cycles: int | None = None) -> PPAResult:
         _, info = self.liberty
         start = time.perf_counter()
-        sta_tool = find_tool("sta")  # fail fast (ToolMissingError) before synthesising
+        sta_tool = find_tool(STA)  # fail fast (ToolMissingError) before synthesising
         with runner.workspace(prefix="rtlforge-ppa-") as workdir:
             synth = self._synthesise(candidate, top, runner, workdir, period_ns)
             picked = self._pick_clock(synth, clock)

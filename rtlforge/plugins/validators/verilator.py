@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import Feedback, StageResult, Verdict
+from rtlforge.core.models import Feedback, StageResult, ToolSpec, Verdict
 from rtlforge.eda.feedback import make_feedback, parse_verilator
 from rtlforge.eda.stages import (
     MAX_COMPILE_WARNINGS,
@@ -36,6 +36,7 @@ from rtlforge.eda.stages import (
     timeout_feedback,
     tools_of,
 )
+from rtlforge.eda.tools import GXX, MAKE, VERILATOR
 from rtlforge.sandbox.runner import ToolRun
 
 #: Where the build goes; a dot-name, so no candidate file can collide with it.
@@ -69,6 +70,7 @@ class VerilatorLint(Validator):
     stage: ClassVar[str] = "lint"
     order: ClassVar[int] = 100
     toolchain: ClassVar[str] = "verilator"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (VERILATOR,)
 
     #: Warnings that are style, not bugs, for single-file generated designs.
     disabled_warnings: tuple[str, ...] = ("DECLFILENAME", "UNUSED", "EOFNEWLINE")
@@ -88,7 +90,7 @@ class VerilatorLint(Validator):
                 "--timescale", self.timescale,
                 *(f"-Wno-{w}" for w in self.disabled_warnings),
                 "--top-module", ctx.top, *compiled_sources(ctx.design_files)]
-        run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+        run = ctx.runner.run(argv, cwd=ctx.workdir, timeout=ctx.timeout, tool=VERILATOR)
         verdict, feedback = build_verdict(run, stage=self.name, files=files, timeout=ctx.timeout)
         return lint_result(self.name, verdict, feedback, run, start)
 
@@ -101,6 +103,8 @@ class VerilatorSim(Validator):
     stage: ClassVar[str] = "simulate"
     order: ClassVar[int] = 200
     toolchain: ClassVar[str] = "verilator"
+    #: Verilator builds the simulation with make and a C++ compiler.
+    tools: ClassVar[tuple[ToolSpec, ...]] = (VERILATOR, MAKE, GXX)
     needs_testbench: ClassVar[bool] = True
 
     build_timeout: float | None = None  # None: the stage timeout (``--timeout``)
@@ -122,7 +126,7 @@ class VerilatorSim(Validator):
                 "--Mdir", _MDIR, "-o", _BINARY, *(["--top-module", top] if top else []),
                 *self.extra_args, *task_sources(ctx), *compiled_sources(ctx.design_files)]
         budget = self.build_timeout or ctx.timeout
-        build = ctx.runner.run(argv, cwd=ctx.workdir, timeout=budget)
+        build = ctx.runner.run(argv, cwd=ctx.workdir, timeout=budget, tool=VERILATOR)
         verdict, build_feedback = build_verdict(build, stage=self.name, files=files,
                                                 timeout=budget)
         build_feedback = attribute_to_task(build_feedback, task_files)

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import Feedback, StageResult, Verdict
+from rtlforge.core.models import Feedback, StageResult, ToolSpec, Verdict
 from rtlforge.eda.feedback import make_feedback, parse_yosys
 from rtlforge.eda.stages import (
     bad_identifier,
@@ -31,6 +31,7 @@ from rtlforge.eda.stages import (
     timeout_feedback,
     tools_of,
 )
+from rtlforge.eda.tools import YOSYS
 
 _LOG = ".rtlforge-yosys.log"
 _SYNTH_START = "Executing SYNTH pass"
@@ -49,6 +50,7 @@ class YosysSynth(Validator):
     stage: ClassVar[str] = "synth"
     order: ClassVar[int] = 300
     toolchain: ClassVar[str] = "yosys"
+    tools: ClassVar[tuple[ToolSpec, ...]] = (YOSYS,)
 
     fail_on_latch: bool = False
     fail_on_comb_loop: bool = True
@@ -79,7 +81,7 @@ class YosysSynth(Validator):
         log_path.unlink(missing_ok=True)
         script = self.script(ctx.top, compiled_sources(ctx.design_files))
         run = ctx.runner.run([self.yosys, "-q", "-l", _LOG, "-p", script], cwd=ctx.workdir,
-                             timeout=timeout)
+                             timeout=timeout, tool=YOSYS)
         text = log_path.read_text(errors="replace") if log_path.exists() else ""
         # Errors go to stderr under -q and are in the log too; keep whichever has more.
         log = text if len(text) >= len(run.output) else run.output

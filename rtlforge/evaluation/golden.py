@@ -1,0 +1,183 @@
+"""Measuring PPA: one design's outcome (:class:`PPAMeasure`) and each golden's, once per task.
+
+Evaluation, rewards and exploration all compare a candidate's PPA with its task's golden, and
+all need the golden measured exactly once per task however many threads ask for it.
+:class:`GoldenPPA` is that service: a thread-safe per-task cache around one estimator. A
+measurement that failed because of the infrastructure (:func:`~rtlforge.core.errors.is_infra`:
+a missing tool, a sandbox failure, an estimator crash) is raised and never cached, so it is
+retried; a design the estimator cannot measure is a cached :class:`PPAMeasure` with its error.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
+
+from rtlforge.core.errors import RtlforgeError, ToolMissingError, is_infra
+from rtlforge.core.interfaces import PPAEstimator
+from rtlforge.core.models import Candidate, PPAResult, Task
+from rtlforge.sandbox.runner import SandboxRunner
+
+__all__ = ["GoldenPPA", "PPAMeasure", "error_measure", "measure_ppa"]
+
+_FLAT_KEYS = ("power", "delay", "area")
+
+
+class PPAMeasure(BaseModel):
+    """The PPA of one design, or why it could not be measured (never both).
+
+    ``infra`` marks an error that says nothing about the design (:func:`is_infra`): such a
+    measurement is missing, not bad, and may be retried.
+
+    Serialised flat, ``{"power", "delay", "area", "cells", "error"}`` plus ``"infra": true`` on
+    an infrastructure error: the shape eval summaries, explore archives and candidates files
+    have always had, so old runs read back and write back unchanged.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    ppa: PPAResult | None = None
+    error: str | None = None
+    infra: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping) or "ppa" in value:
+            return value
+        flat = dict(value)
+        unknown = set(flat) - {*_FLAT_KEYS, "cells", "error", "infra"}
+        if unknown:
+            raise ValueError(f"unknown PPA keys {sorted(unknown)}")
+        numbers = [flat.get(k) for k in _FLAT_KEYS]
+        rest = {k: flat[k] for k in ("error", "infra") if k in flat}
+        if all(v is None for v in numbers):
+            return rest
+        if any(v is None for v in numbers):
+            raise ValueError("a PPA measurement needs all of power, delay and area, or none")
+        return {"ppa": {**{k: flat[k] for k in _FLAT_KEYS}, "cells": flat.get("cells")}, **rest}
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PPAMeasure:
+        if self.ppa is not None and self.error is not None:
+            raise ValueError("a PPA measurement has either numbers or an error, not both")
+        return self
+
+    @model_serializer(mode="plain")
+    def _to_flat(self) -> dict[str, Any]:
+        ppa = self.ppa
+        flat = {"power": ppa.power_mw if ppa else None, "delay": ppa.delay_ns if ppa else None,
+                "area": ppa.area_um2 if ppa else None, "cells": ppa.cells if ppa else None,
+                "error": self.error}
+        if self.infra:  # only then: every record written before the flag reads back the same
+            flat["infra"] = True
+        return flat
+
+    @property
+    def ok(self) -> bool:
+        return self.ppa is not None
+
+    @property
+    def power(self) -> float | None:  # mW
+        return self.ppa.power_mw if self.ppa else None
+
+    @property
+    def delay(self) -> float | None:  # ns
+        return self.ppa.delay_ns if self.ppa else None
+
+    @property
+    def area(self) -> float | None:  # um^2
+        return self.ppa.area_um2 if self.ppa else None
+
+    @property
+    def cells(self) -> int | None:
+        return self.ppa.cells if self.ppa else None
+
+    def triple(self) -> dict[str, float] | None:
+        return self.ppa.triple() if self.ppa is not None else None
+
+
+def error_measure(exc: BaseException) -> PPAMeasure:
+    """The outcome of a failed measurement: crashes are marked ``internal`` in the message,
+    and ``infra`` says whether the error is the infrastructure's rather than the design's."""
+    prefix = "" if isinstance(exc, RtlforgeError) else "internal "
+    return PPAMeasure(error=f"{prefix}{type(exc).__name__}: {exc}", infra=is_infra(exc))
+
+
+def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
+                runner: SandboxRunner) -> PPAMeasure:
+    """One PPA run; a missing tool is fatal for the whole batch, anything else is per design
+    (recorded as an error, marked ``infra`` when :func:`is_infra` says it is not the design's)."""
+    try:
+        ppa = estimator.estimate(candidate, top, runner)
+    except ToolMissingError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad design must not sink an hour-long batch
+        return error_measure(exc)
+    return PPAMeasure(ppa=ppa)
+
+
+class GoldenPPA:
+    """Each task's golden PPA, measured once per task (per golden text) and shared by threads.
+
+    ``options`` go to every ``estimate`` call (``clock``, ``period_ns``). :meth:`measure`
+    raises an infrastructure failure (see :func:`is_infra`) instead of caching it;
+    ``load``/``save`` let a caller keep results across runs (an explore archive).
+    """
+
+    def __init__(self, estimator: PPAEstimator, runner: SandboxRunner,
+                 options: Mapping[str, Any] | None = None) -> None:
+        self.estimator = estimator
+        self.runner = runner
+        self.options = dict(options or {})
+        self._results: dict[str, PPAMeasure] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(task: Task) -> str:
+        return f"{task.id}:{task.top}:{Candidate(files=task.golden).digest()}"
+
+    def known(self, task: Task) -> PPAMeasure | None:
+        """The cached result, without measuring."""
+        with self._lock:
+            return self._results.get(self.key(task))
+
+    def measure(self, task: Task, *, load: Callable[[], PPAMeasure | None] | None = None,
+                save: Callable[[PPAMeasure], None] | None = None) -> PPAMeasure:
+        """The golden's PPA (cached). ``task.golden`` must not be empty.
+
+        ``load`` is asked first (a stored result skips the measurement); ``save`` receives a
+        fresh result. Concurrent callers for one task wait for the first one's measurement.
+        """
+        if not task.golden:
+            raise ValueError(f"task {task.id!r} has no golden design")
+        key = self.key(task)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                hit = self._results.get(key)
+            if hit is not None:
+                return hit
+            result = load() if load is not None else None
+            if result is None:
+                result = self._estimate(task)
+                if save is not None:
+                    save(result)
+            with self._lock:
+                self._results[key] = result
+            return result
+
+    def _estimate(self, task: Task) -> PPAMeasure:
+        candidate = Candidate(files=task.golden, task_id=task.id)
+        try:
+            ppa = self.estimator.estimate(candidate, task.top, self.runner, **self.options)
+        except Exception as exc:
+            if is_infra(exc):
+                raise
+            return error_measure(exc)
+        return PPAMeasure(ppa=ppa)
