@@ -47,6 +47,8 @@ def _spec_task(spec: Path) -> Any:
     from rtlforge.core.models import Task
 
     text = spec.read_text(encoding="utf-8")
+    # Prose with, at most, a trailing Verilog header: only a line that starts with ``module``
+    # counts. A Verilog parser (eda.modules) would read "the module should ..." as a declaration.
     found = re.findall(r"^\s*module\s+([A-Za-z_]\w*)", text, re.M)
     top = found[-1] if found else "top_module"
     return Task(id=spec.stem, spec=text, top=top)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rtlforge.core.errors import ExtractionError
+from rtlforge.core.errors import ExtractionError, ToolMissingError
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.interfaces import (
     ArchiveEntry,
@@ -50,6 +50,7 @@ from rtlforge.evaluation.evaluate import (
     extraction_failure_report,
     measure_ppa,
 )
+from rtlforge.evaluation.golden import GoldenPPA, error_measure
 from rtlforge.explore.models import (
     Cell,
     ExploreEvent,
@@ -184,8 +185,8 @@ class Explorer:
         self.title = title
         self._on_event = on_event
         self._event_lock = threading.Lock()
-        self._golden: dict[str, PPAMeasure | None] = {}
-        self._golden_locks: dict[str, threading.Lock] = {t: threading.Lock() for t in self.tasks}
+        self._goldens = (GoldenPPA(self.estimator, self.pipeline.runner)
+                         if self.estimator is not None else None)
 
     # ---------------------------------------------------------------- helpers
 
@@ -291,22 +292,23 @@ class Explorer:
     # ---------------------------------------------------------------- golden PPA
 
     def _golden_ppa(self, store: ExploreStore, task_id: str) -> PPAMeasure | None:
-        """Measured once per task and remembered in the archive (a restart reuses it)."""
-        if self.estimator is None:
+        """Measured once per task (the shared golden service) and remembered in the archive,
+        so a restart reuses it; an infrastructure failure is neither cached nor stored."""
+        task = self.tasks[task_id]
+        if self._goldens is None or not task.golden:
             return None
-        with self._golden_locks[task_id]:
-            if task_id in self._golden:
-                return self._golden[task_id]
-            gold = store.golden(task_id)
-            task = self.tasks[task_id]
-            if gold is None and task.golden:
-                gold = measure_ppa(self.estimator, Candidate(files=task.golden, task_id=task_id),
-                                   task.top, self.pipeline.runner)
-                if gold.infra:  # the tools failed, not the golden: measure again next time
-                    return gold
-                store.set_golden(task_id, gold)
-            self._golden[task_id] = gold
-            return gold
+        try:
+            return self._goldens.measure(task, load=lambda: store.golden(task_id),
+                                         save=lambda gold: store.set_golden(task_id, gold))
+        except ToolMissingError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - infrastructure: retried with the next group
+            return error_measure(exc)
+
+    def _known_golden(self, task_id: str) -> PPAMeasure | None:
+        if self._goldens is None or task_id not in self.tasks:
+            return None
+        return self._goldens.known(self.tasks[task_id])
 
     # ---------------------------------------------------------------- evaluation
 
@@ -533,7 +535,7 @@ class Explorer:
         try:
             records = store.records()
             golden = {t: g for t in sorted({r.task for r in records})
-                      if (g := self._golden.get(t) or store.golden(t)) is not None}
+                      if (g := self._known_golden(t) or store.golden(t)) is not None}
         finally:
             if own:
                 store.close()
