@@ -32,8 +32,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "rtlforge.validate.pipeline": ("Pipeline",),
     "rtlforge.sandbox.runner": ("Limits", "SandboxRunner"),
-    "rtlforge.tasks.loader": ("load_rtllm", "load_samples", "load_task", "load_tasks",
-                              "save_task"),
+    "rtlforge.tasks.loader": ("load_task", "load_tasks", "save_task"),
+    "rtlforge.tasks.rtllm": ("load_rtllm",),
+    "rtlforge.tasks.samples": ("load_samples",),
     "rtlforge.evaluation.evaluate": ("evaluate_detailed", "evaluate_samples"),
     "rtlforge.pareto.hypervolume": ("hypervolume", "objective_vector"),
     "rtlforge.explore.engine": ("ExploreResult", "Explorer", "Method"),
@@ -110,5 +111,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; _MODULES is what runs
     from rtlforge.explore.engine import Explorer, ExploreResult, Method
     from rtlforge.pareto.hypervolume import hypervolume, objective_vector
     from rtlforge.sandbox.runner import Limits, SandboxRunner
-    from rtlforge.tasks.loader import load_rtllm, load_samples, load_task, load_tasks, save_task
+    from rtlforge.tasks.loader import load_task, load_tasks, save_task
+    from rtlforge.tasks.rtllm import load_rtllm
+    from rtlforge.tasks.samples import load_samples
     from rtlforge.validate.pipeline import Pipeline

@@ -310,9 +310,11 @@ def doctor(as_json: bool) -> None:
 
 def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
     import rtlforge.tasks.loader as taskio
+    import rtlforge.tasks.rtllm as rtllm
+
     if fmt == "auto":
         fmt = "suite" if any(root.rglob("task.toml")) else "rtllm"
-    loaded = taskio.load_tasks(root) if fmt == "suite" else taskio.load_rtllm(root)
+    loaded = taskio.load_tasks(root) if fmt == "suite" else rtllm.load_rtllm(root)
     if not loaded:
         raise click.UsageError(f"no tasks found under {root} (format {fmt})")
     return {t.id: t for t in loaded}
@@ -403,12 +405,12 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    import rtlforge.tasks.loader as taskio
     from rtlforge.core.errors import ToolMissingError
     from rtlforge.core.executor import ThreadExecutor
     from rtlforge.evaluation.evaluate import evaluate_detailed
     from rtlforge.evaluation.report import summarise, write_report
-    from rtlforge.tasks.samples import load_llm_outputs
+    from rtlforge.tasks.rtllm import load_llm_outputs
+    from rtlforge.tasks.samples import load_samples
     from rtlforge.validate.pipeline import Pipeline
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)
@@ -419,7 +421,7 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     try:
         k_values = sorted({int(k) for k in ks.split(",") if k.strip()})
         task_map = load_task_map(tasks_dir, fmt)
-        samples = list(taskio.load_samples(samples_path)) if samples_path else []
+        samples = list(load_samples(samples_path)) if samples_path else []
         for name, folder in dirs:
             loaded = load_llm_outputs(folder, task_map, method=name)
             samples += loaded.samples

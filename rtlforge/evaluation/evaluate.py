@@ -29,7 +29,7 @@ from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure, error_measure, mea
 from rtlforge.evaluation.passk import mean_pass_at_k
 from rtlforge.generation.extract import extract_verilog
 from rtlforge.pareto.hypervolume import Backend, hvc_group, objective_vector
-from rtlforge.tasks.loader import Sample
+from rtlforge.tasks.samples import Sample
 from rtlforge.validate.pipeline import Pipeline
 
 

@@ -166,7 +166,8 @@ def completion_text(completion: Any) -> str:
 def resolve_tasks(tasks: TaskSource) -> Callable[[str], Task | None]:
     """A task lookup from a mapping, a list, a task directory (suite or RTLLM) or a callable."""
     if isinstance(tasks, str | Path):
-        from rtlforge.tasks.loader import load_rtllm, load_tasks
+        from rtlforge.tasks.loader import load_tasks
+        from rtlforge.tasks.rtllm import load_rtllm
 
         root = Path(tasks)
         loaded = load_tasks(root) if any(root.glob("*/task.toml")) else load_rtllm(root)

@@ -1,4 +1,8 @@
-"""Loading and saving tasks: rtlforge's own on-disk format, RTLLM v2, and JSONL samples.
+"""Loading and saving tasks in rtlforge's own on-disk format.
+
+The public benchmark layouts have modules of their own: :mod:`rtlforge.tasks.rtllm` (RTLLM v2
+designs and the LLM outputs RTLLM ships) and :mod:`rtlforge.tasks.samples` (VerilogEval-style
+JSONL samples).
 
 A task directory holds ``task.toml`` plus the files it names (see ``docs/task-format.md``)::
 
@@ -42,23 +46,12 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from rtlforge.core.errors import TaskFormatError
 from rtlforge.core.models import PassRule, Port, SourceFile, Task
-from rtlforge.eda.modules import declared_modules, rename_module, scan_modules, top_modules
 
-__all__ = [
-    "MAX_FILE_BYTES",
-    "TASK_FILE",
-    "Sample",
-    "load_rtllm",
-    "load_rtllm_task",
-    "load_samples",
-    "load_task",
-    "load_tasks",
-    "save_task",
-]
+__all__ = ["MAX_FILE_BYTES", "TASK_FILE", "load_task", "load_tasks", "save_task"]
 
 #: Name of the manifest inside a task directory.
 TASK_FILE = "task.toml"
@@ -476,175 +469,3 @@ def save_task(task: Task, directory: Path) -> Path:
         (directory / source.name).write_text(source.content, encoding="utf-8", newline="")
     (directory / TASK_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory
-
-
-# --------------------------------------------------------------------------------------------
-# RTLLM v2
-# --------------------------------------------------------------------------------------------
-
-def _instantiated(text: str) -> set[str]:
-    """Modules the text instantiates but does not declare (what it expects from elsewhere)."""
-    scan = scan_modules(text)
-    return set(scan.instantiated) - set(scan.declared)
-
-
-def _rtllm_top(label: str, testbench: str, reference: str) -> tuple[str, str]:
-    """(module the testbench expects, module the reference declares for it)."""
-    declared = declared_modules(reference)
-    used_in_tb = _instantiated(testbench)
-    matches = {
-        (bare, module)
-        for module in declared
-        for bare in {module, module.removeprefix("verified_")}
-        if bare in used_in_tb
-    }
-    ref_roots = top_modules([reference])
-    if len(matches) > 1:  # the testbench may also instantiate a submodule: keep the root
-        matches = {pair for pair in matches if pair[1] in ref_roots}
-    if len(matches) == 1:
-        return next(iter(matches))
-    unknown = sorted(used_in_tb - set(declared))
-    if not matches and len(unknown) == 1 and len(ref_roots) == 1:
-        # e.g. the testbench instantiates `multi_pipe_4bit` but the reference declares
-        # `verified_multi_pipe`: the single unresolved instance is the design under test
-        return unknown[0], ref_roots[0]
-    raise TaskFormatError(
-        f"RTLLM task {label}: cannot tell which module the testbench expects "
-        f"(testbench instantiates {sorted(used_in_tb)}, reference declares {declared})"
-    )
-
-
-def _rename_module(source: str, old: str, new: str) -> str:
-    """Rename the declaration of ``old`` only (comments, strings and other text untouched)."""
-    renamed = rename_module(source, old, new)
-    if renamed is None:
-        raise TaskFormatError(f"module {old!r} is not declared")  # caller checked; defensive
-    return renamed
-
-
-def load_rtllm_task(design_dir: str | Path) -> Task:
-    """Load one RTLLM v2 design folder as a Task (golden renamed to what the testbench expects).
-
-    RTLLM references often declare ``verified_<x>`` while the testbench instantiates ``<x>``, and
-    a few differ further (``verified_multi_pipe`` vs ``multi_pipe_4bit``), so the top is read
-    from the testbench rather than guessed from the folder name.
-    """
-    directory = Path(design_dir)
-    if not directory.is_dir():
-        raise TaskFormatError(f"RTLLM design folder {directory} does not exist")
-    directory = directory.resolve()
-    label = repr(directory.name)
-    refs = sorted(p.name for p in directory.glob("verified_*.v"))
-    for required in ("design_description.txt", "testbench.v"):
-        if not (directory / required).is_file():
-            raise TaskFormatError(f"RTLLM task {label}: missing {required} in {directory}")
-    if len(refs) != 1:
-        raise TaskFormatError(
-            f"RTLLM task {label}: expected exactly one verified_*.v reference, found {refs}"
-        )
-    spec = _task_file(directory, label, "spec", "design_description.txt").content
-    testbench = _task_file(directory, label, "testbench", "testbench.v")
-    reference = _task_file(directory, label, "golden", refs[0])
-    support = tuple(
-        _task_file(directory, label, "support", p.name)
-        for p in sorted(directory.iterdir())
-        if p.name not in {"design_description.txt", "testbench.v", refs[0]}
-        and not p.name.startswith(".")
-        and p.is_file()
-    )
-
-    top, ref_module = _rtllm_top(label, testbench.content, reference.content)
-    golden_text = reference.content
-    if ref_module != top:
-        if top in declared_modules(golden_text):
-            raise TaskFormatError(
-                f"RTLLM task {label}: reference already declares {top!r} besides {ref_module!r}"
-            )
-        golden_text = _rename_module(golden_text, ref_module, top)
-    tb_modules = declared_modules(testbench.content)
-    return Task(
-        id=directory.name,
-        spec=spec,
-        top=top,
-        testbench=(testbench,),
-        support=support,
-        golden=(SourceFile(name=reference.name, content=golden_text),),
-        testbench_top=tb_modules[0] if len(tb_modules) == 1 else None,
-        category=directory.parent.name,
-        metadata={
-            "source": "rtllm-v2",
-            "group": directory.parent.parent.name,
-            "reference_file": reference.name,
-            "reference_module": ref_module,
-            "renamed": ref_module != top,
-        },
-    )
-
-
-def load_rtllm(root: str | Path) -> list[Task]:
-    """Load every RTLLM v2 design under ``root`` (folders with a testbench.v), sorted by id.
-
-    Folders whose name starts with ``_`` or ``.`` (``_chatgpt4`` holds model outputs) are skipped.
-    """
-    root = Path(root)
-    if not root.is_dir():
-        raise TaskFormatError(f"RTLLM root {root} does not exist or is not a directory")
-    tasks: dict[str, Task] = {}
-    for tb in sorted(root.rglob("testbench.v")):
-        if any(part.startswith(("_", ".")) for part in tb.relative_to(root).parts[:-1]):
-            continue
-        task = load_rtllm_task(tb.parent)
-        if task.id in tasks:
-            raise TaskFormatError(f"duplicate RTLLM task id {task.id!r} under {root}")
-        tasks[task.id] = task
-    return [tasks[key] for key in sorted(tasks)]
-
-
-# --------------------------------------------------------------------------------------------
-# JSONL samples (VerilogEval / HumanEval style)
-# --------------------------------------------------------------------------------------------
-
-
-class Sample(BaseModel):
-    """One model completion for one task, as in VerilogEval's ``samples.jsonl``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    task_id: str
-    completion: str
-    extra: dict[str, Any] = Field(default_factory=dict)  # every other key, kept for reports
-
-
-def load_samples(path: str | Path) -> list[Sample]:
-    """Read a JSONL file of ``{"task_id": ..., "completion": ...}`` objects.
-
-    Blank lines are skipped; every other key of a line is kept in :attr:`Sample.extra` so that
-    fields like ``expect`` or a model name survive into reports.
-    """
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TaskFormatError(f"cannot read samples file {path}: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TaskFormatError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from exc
-    samples = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskFormatError(f"{where}: invalid JSON: {exc.msg}") from exc
-        if not isinstance(record, dict):
-            raise TaskFormatError(f"{where}: expected a JSON object, got {_type_name(record)}")
-        task_id, completion = record.pop("task_id", None), record.pop("completion", None)
-        if not isinstance(task_id, str) or not task_id:
-            raise TaskFormatError(f"{where}: 'task_id' must be a non-empty string")
-        if not isinstance(completion, str):
-            raise TaskFormatError(f"{where}: 'completion' must be a string")
-        samples.append(Sample(task_id=task_id, completion=completion, extra=record))
-    return samples

@@ -465,7 +465,8 @@ class GRPOTrainer(Trainer):
         lookup = resolve_tasks(cfg.tasks)
         ids = cfg.task_ids or ([cfg.choice.task_id] if cfg.choice else None)
         if ids is None:
-            from rtlforge.tasks.loader import load_rtllm, load_tasks
+            from rtlforge.tasks.loader import load_tasks
+            from rtlforge.tasks.rtllm import load_rtllm
 
             root = Path(cfg.tasks)
             loaded = load_tasks(root) if any(root.glob("*/task.toml")) else load_rtllm(root)

@@ -201,9 +201,9 @@ def _from_archive(path: Path, host: PluginHost) -> Iterator[tuple[str, str | Non
 
 def _from_eval(src: EvalSource, tasks: dict[str, Task]) -> Iterator[tuple[str, str | None, str]]:
     """Join an eval results file with its samples by ``index``; extract code from passing ones."""
-    import rtlforge.tasks.loader as taskio
     from rtlforge.core.models import Verdict
     from rtlforge.evaluation.evaluate import candidate_from_completion
+    from rtlforge.tasks.samples import load_samples
 
     results = Path(src.results)
     samples_path = Path(src.samples) if src.samples else results.with_name(
@@ -211,7 +211,7 @@ def _from_eval(src: EvalSource, tasks: dict[str, Task]) -> Iterator[tuple[str, s
     if samples_path == results or not samples_path.is_file():
         raise TrainerInfraError(f"samples file for {results} not found ({samples_path}); set "
                                 "'samples' in the eval_results entry")
-    samples = taskio.load_samples(samples_path)
+    samples = load_samples(samples_path)
     for lineno, line in enumerate(results.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -302,9 +302,11 @@ def render_trajectories(trajs: Sequence[Trajectory], tasks: dict[str, Task], *,
 
 def _load_task_map(data: TrajectoryData) -> dict[str, Task]:
     import rtlforge.tasks.loader as taskio
+    from rtlforge.tasks.rtllm import load_rtllm
+
     try:
         loaded = (taskio.load_tasks(data.tasks) if data.tasks_format == "suite"
-                  else taskio.load_rtllm(data.tasks))
+                  else load_rtllm(data.tasks))
     except RtlforgeError as exc:
         raise TrainerInfraError(f"cannot load tasks from {data.tasks}: {exc}") from exc
     return {t.id: t for t in loaded}

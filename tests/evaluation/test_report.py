@@ -25,7 +25,7 @@ from rtlforge.evaluation.evaluate import (
 )
 from rtlforge.evaluation.metrics import load_records
 from rtlforge.evaluation.report import render_html, scatter_svg, summarise, write_report
-from rtlforge.tasks.samples import load_llm_outputs, match_design
+from rtlforge.tasks.rtllm import load_llm_outputs, match_design
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -232,7 +232,7 @@ def test_loader_matches_by_name_module_and_spelling(tmp_path: Path) -> None:
 @needs_shared
 @pytest.mark.parametrize("method", ["_chatgpt35", "_chatgpt4"])
 def test_loader_on_rtllm_chatgpt_outputs(method: str) -> None:
-    from rtlforge.tasks.loader import load_rtllm
+    from rtlforge.tasks.rtllm import load_rtllm
 
     out = load_llm_outputs(RTLLM / method, load_rtllm(RTLLM))
     assert out.per_trial == {n: 29 for n in range(1, 6)}

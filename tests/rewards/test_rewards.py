@@ -31,7 +31,8 @@ from rtlforge.rewards.builtin import (
     TestbenchPPAReward,
     TestbenchReward,
 )
-from rtlforge.tasks.loader import load_rtllm, load_tasks
+from rtlforge.tasks.loader import load_tasks
+from rtlforge.tasks.rtllm import load_rtllm
 from rtlforge.validate.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,16 +13,9 @@ from hypothesis import strategies as st
 
 from rtlforge.core.errors import TaskFormatError
 from rtlforge.core.models import PassRule, Port, SourceFile, Task
-from rtlforge.tasks.loader import (
-    MAX_FILE_BYTES,
-    Sample,
-    load_rtllm,
-    load_rtllm_task,
-    load_samples,
-    load_task,
-    load_tasks,
-    save_task,
-)
+from rtlforge.tasks.loader import MAX_FILE_BYTES, load_task, load_tasks, save_task
+from rtlforge.tasks.rtllm import load_rtllm, load_rtllm_task
+from rtlforge.tasks.samples import Sample, load_samples
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_TASKS = REPO / "examples" / "tasks"

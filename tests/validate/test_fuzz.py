@@ -14,7 +14,8 @@ from rtlforge.core.plugins import PluginHost
 from rtlforge.eda.feedback import parse_iverilog, parse_verilator, parse_yosys
 from rtlforge.eda.verdicts import judge
 from rtlforge.sandbox.security import check_sources
-from rtlforge.tasks.loader import load_samples, load_task
+from rtlforge.tasks.loader import load_task
+from rtlforge.tasks.samples import load_samples
 from rtlforge.validate.pipeline import Pipeline
 
 VERILOG_WORDS = ["module", "endmodule", "input", "output", "wire", "reg", "assign", "always",

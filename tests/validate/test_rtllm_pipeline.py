@@ -8,7 +8,7 @@ import pytest
 
 from rtlforge.core.models import Candidate, Verdict
 from rtlforge.core.plugins import PluginHost
-from rtlforge.tasks.loader import load_rtllm
+from rtlforge.tasks.rtllm import load_rtllm
 from rtlforge.validate.pipeline import Pipeline
 
 RTLLM = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "rtllm"

@@ -2,7 +2,7 @@
 
 Recordings come from a JSONL file (``{"task_id", "completion", "method"?, "trial"?,
 "iteration"?, "sample_index"?}`` per line) or from a folder of per-trial model outputs such as
-RTLLM's ``_chatgpt4/t1..t5/<design>.v`` (read with :mod:`rtlforge.tasks.samples`, so the
+RTLLM's ``_chatgpt4/t1..t5/<design>.v`` (read with :mod:`rtlforge.tasks.rtllm`, so the
 same file-to-task matching and the same unmatched-file bookkeeping apply).
 
 A request is answered from the recordings of ``request.task.id`` that pass the selectors, in a
@@ -29,8 +29,8 @@ from rtlforge.core.interfaces import (
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Task
 from rtlforge.generation.base import ScopedGenerator, make_generation
-from rtlforge.tasks.loader import load_rtllm, load_samples
-from rtlforge.tasks.samples import MatchedFile, load_llm_outputs
+from rtlforge.tasks.rtllm import MatchedFile, load_llm_outputs, load_rtllm
+from rtlforge.tasks.samples import load_samples
 
 log = get_logger("rtlforge.generators.replay")
 
@@ -108,7 +108,7 @@ class ReplayGenerator(ScopedGenerator):
         a list of them (e.g. several methods' folders).
     tasks / tasks_root:
         Tasks used to match folder files to task ids (aliases such as ``calender.v``);
-        ``tasks_root`` loads them with :func:`~rtlforge.tasks.loader.load_rtllm`. Without
+        ``tasks_root`` loads them with :func:`~rtlforge.tasks.rtllm.load_rtllm`. Without
         either, a file's stem is its task id. Ignored for JSONL.
     method, trial, iteration:
         Selectors on the recorded fields (None: any). ``trial`` may be a list. A request can
