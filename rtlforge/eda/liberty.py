@@ -39,8 +39,8 @@ __all__ = [
     "prepare_liberty",
 ]
 
-#: The small synthetic library shipped with rtlforge (see ``rtlforge/plugins/data/README.md``).
-GENERIC_LIBERTY = Path(__file__).resolve().parents[1] / "plugins" / "data" / "generic.lib"
+#: The small synthetic library shipped with rtlforge (see ``rtlforge/eda/data/README.md``).
+GENERIC_LIBERTY = Path(__file__).resolve().parent / "data" / "generic.lib"
 
 #: Cells OpenROAD-flow-scripts and lambdapdk keep out of synthesis for sky130_fd_sc_hd: probe
 #: cells and the low-power (isolation, retention, ...) family ABC would otherwise map onto.

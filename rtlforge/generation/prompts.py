@@ -1,4 +1,4 @@
-"""Prompt templates as data: ``rtlforge/prompts/*.toml`` rendered with a whitelist formatter.
+"""Prompt templates as data: ``rtlforge/generation/templates/*.toml`` rendered with a whitelist formatter.
 
 Templates live in TOML files so prompts can be reviewed, diffed and swapped without touching
 code. Rendering is deliberately weaker than :meth:`str.format`: a template may only name fields
@@ -211,8 +211,8 @@ class PromptTemplate:
 
 
 def available_templates() -> list[str]:
-    """Names of the bundled templates (``rtlforge/prompts/*.toml``)."""
-    root = resources.files("rtlforge") / "prompts"
+    """Names of the bundled templates (``rtlforge/generation/templates/*.toml``)."""
+    root = resources.files("rtlforge.generation") / "templates"
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
@@ -222,7 +222,7 @@ def load_template(name_or_path: str | Path | PromptTemplate) -> PromptTemplate:
         return name_or_path
     text_name = str(name_or_path)
     if text_name in available_templates():
-        res = resources.files("rtlforge") / "prompts" / f"{text_name}.toml"
+        res = resources.files("rtlforge.generation") / "templates" / f"{text_name}.toml"
         return PromptTemplate.from_toml(res.read_text(encoding="utf-8"), origin=text_name)
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.is_file():
