@@ -141,3 +141,47 @@ def test_doctor_lists_the_tools_the_registered_plugins_declare() -> None:
     assert host.add_plugin(Plugin(), name="exotic")
     declared = {s.name: s.hint for s in _declared_tools(host)}
     assert declared["exotic-eda-tool"] == "Ask the vendor for exotic."
+
+
+class _BrokenCommands:
+    @staticmethod
+    def register_commands(cli: object) -> None:
+        raise RuntimeError("boom while adding commands")
+
+
+class _HelloCommands:
+    @staticmethod
+    def register_commands(cli: object) -> None:
+        import click
+
+        @cli.command(name="hello")  # type: ignore[attr-defined]
+        def hello() -> None:
+            click.echo("hello from a plugin")
+
+
+@pytest.mark.parametrize("broken_first", [True, False])
+def test_a_plugin_that_raises_in_register_commands_hides_only_its_own(
+        monkeypatch: pytest.MonkeyPatch, broken_first: bool) -> None:
+    """pluggy stops a hook call at the first exception; the CLI calls each plugin on its own."""
+    import click
+
+    import rtlforge.cli as cli_module
+    from rtlforge import hookimpl
+    from rtlforge.core.plugins import PluginHost
+
+    broken, good = _BrokenCommands(), _HelloCommands()
+    hookimpl(broken.register_commands)
+    hookimpl(good.register_commands)
+    pairs = [("broken", broken), ("hello", good)]
+    host = PluginHost(load_entrypoints=False, allow=None, block=(),
+                      plugins=pairs if broken_first else pairs[::-1])
+    monkeypatch.setattr(cli_module, "current_host", lambda: host)
+
+    @click.group(cls=cli_module._Group)
+    def group() -> None:
+        """A fresh CLI group, so plugin commands load against this host."""
+
+    result = CliRunner().invoke(group, ["hello"])
+    assert result.exit_code == 0, result.output
+    assert "hello from a plugin" in result.stdout
+    assert "plugin 'broken' failed to add commands: RuntimeError: boom" in result.stderr
