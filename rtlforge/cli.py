@@ -92,6 +92,10 @@ def _infer_top(files: list[SourceFile]) -> str:
     return roots[0]
 
 
+_SIMULATOR_HELP = ("Toolchain whose lint and simulate validators run: icarus, verilator, or one "
+                   "a plugin declares (see `rtlforge plugins`).")
+
+
 class _Group(click.Group):
     """Adds commands that plugins contribute through ``register_commands``."""
 
@@ -166,8 +170,8 @@ def _print_report(report: ValidationReport) -> None:
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Extra files the testbench needs (data files, shared modules).")
 @click.option("--top", help="Top module of the design (default: inferred).")
-@click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus",
-              show_default=True)
+@click.option("--simulator", default="icarus", show_default=True, metavar="TOOLCHAIN",
+              help=_SIMULATOR_HELP)
 @click.option("--synth", is_flag=True, help="Also synthesise with yosys (latches, loops, cells).")
 @click.option("--extra", "extras", multiple=True, metavar="NAME",
               help="Also run validator plugin NAME, where its order places it (repeatable; "
@@ -367,8 +371,8 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
               help="Per-sample JSONL of reports (default: SAMPLES_results.jsonl beside it, or "
                    "results.jsonl in --report).")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers.")
-@click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus",
-              show_default=True)
+@click.option("--simulator", default="icarus", show_default=True, metavar="TOOLCHAIN",
+              help=_SIMULATOR_HELP)
 @click.option("--synth", is_flag=True)
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")

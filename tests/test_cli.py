@@ -185,3 +185,11 @@ def test_a_plugin_that_raises_in_register_commands_hides_only_its_own(
     assert result.exit_code == 0, result.output
     assert "hello from a plugin" in result.stdout
     assert "plugin 'broken' failed to add commands: RuntimeError: boom" in result.stderr
+
+
+def test_simulator_is_any_registered_toolchain_and_unknown_ones_are_usage_errors(
+        tmp_path: Path) -> None:
+    """--simulator is not a fixed list: it names a toolchain the registered validators declare."""
+    code, out = _invoke("validate", _write(tmp_path, "and2.v", GOOD), "--simulator", "nosuch")
+    assert code == 2
+    assert "simulator must be one of ['icarus', 'verilator'], not 'nosuch'" in out
