@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtlforge.core.models import SourceFile, ToolInfo
+from rtlforge.core.models import SourceFile, ToolInfo, ToolSpec
 from rtlforge.sandbox.runner import Limits, ToolRun
 
 
@@ -50,6 +50,8 @@ class ToolCall:
     env: Mapping[str, str] | None = None
     stdin: str | None = None
     ro_paths: tuple[str, ...] = ()
+    #: The tool spec the plugin declared for this run (None: it passed none).
+    spec: ToolSpec | None = None
 
     @property
     def tool(self) -> str:
@@ -138,10 +140,11 @@ class FakeRunner:
 
     def run(self, argv: Sequence[str], cwd: str | Path, *, timeout: float | None = None,
             limits: Limits | None = None, env: Mapping[str, str] | None = None,
-            stdin: str | None = None, ro_paths: Sequence[str | Path] = ()) -> ToolRun:
+            stdin: str | None = None, ro_paths: Sequence[str | Path] = (),
+            tool: ToolSpec | None = None) -> ToolRun:
         call = ToolCall(argv=tuple(argv), cwd=Path(cwd), timeout=timeout, limits=limits,
                         env=dict(env) if env is not None else None, stdin=stdin,
-                        ro_paths=tuple(str(p) for p in ro_paths))
+                        ro_paths=tuple(str(p) for p in ro_paths), spec=tool)
         self.calls.append(call)
         answer = self._answer(call)
         if answer.raises is not None:

@@ -104,6 +104,7 @@ def test_lint_verdict_from_scripted_icarus_output(fake_runner: FakeRunner) -> No
     assert (fb.file, fb.line) == ("design.v", 2)
     (call,) = fake_runner.calls
     assert call.tool == "iverilog" and call.cwd == ctx.workdir and call.timeout == 7.0
+    assert call.spec is not None and call.spec.name == "iverilog"  # the tool it declared
     assert call.argv[-1] == "design.v"
     assert call.argv[call.argv.index("-s") + 1] == "and2"
     assert fake_runner.put_names("design") == ["design.v"]
