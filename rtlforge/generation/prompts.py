@@ -1,4 +1,4 @@
-"""Prompt templates as data: ``rtlforge/generation/templates/*.toml`` rendered with a whitelist formatter.
+"""Prompt templates as data: ``generation/templates/*.toml`` rendered with a whitelist formatter.
 
 Templates live in TOML files so prompts can be reviewed, diffed and swapped without touching
 code. Rendering is deliberately weaker than :meth:`str.format`: a template may only name fields
