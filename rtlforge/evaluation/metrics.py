@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -36,6 +36,8 @@ EPS_NORM = 1e-20
 DELTA = 1e-12
 #: relative tolerance under which two hypervolumes count as a tie in the win rate
 TIE_RTOL = 1e-12
+#: What the win rate compares per cell (see :func:`compute_metrics`).
+WinBasis = Literal["hv", "normalised"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,12 +287,21 @@ def compute_metrics(
     seed: int | None = 0,
     n_boot: int = 10_000,
     backend: Backend = "moocore",
+    win_basis: WinBasis = "hv",
 ) -> dict[str, Any]:
     """All metrics of a set of runs; the shape ``rtlforge metrics --json`` prints.
 
     The evaluation grid is every (task, trial) seen in any record; a method with no passing
     circuit in a cell scores rHV 0 and diversity 0 there. Iterations are all those present.
+
+    ``win_basis`` is what the win rate compares in each cell: ``"hv"`` (the paper's Eq. 6) is the
+    hypervolume of the cumulative objective vectors *without normalisation*, against the origin;
+    ``"normalised"`` compares the min-max normalised HV that rHV is built on. The two can pick
+    different winners: (2,1,1) has HV 2.0 and (1.2,1.2,1.2) has 1.728, but once each objective is
+    rescaled to the range the methods span, the second wins.
     """
+    if win_basis not in ("hv", "normalised"):
+        raise ValueError(f"win_basis must be 'hv' or 'normalised', not {win_basis!r}")
     methods = sorted({r.method for r in records})
     if baseline is not None and baseline not in methods:
         raise ValueError(f"baseline method {baseline!r} not in records (methods: {methods})")
@@ -341,11 +352,16 @@ def compute_metrics(
             values.append(value)
         hv[(m, cell)] = values
 
+    if win_basis == "hv":
+        compared = {key: [hypervolume(run.upto(it), backend=backend) for it in iterations]
+                    for key, run in runs.items()}
+    else:
+        compared = hv
     out: dict[str, Any] = {"methods": {}}
     win: dict[str, list[list[float]]] = {m: [[] for _ in iterations] for m in methods}
     for cell in cells:
         for k in range(len(iterations)):
-            shares = win_shares({m: hv[(m, cell)][k] for m in methods})
+            shares = win_shares({m: compared[(m, cell)][k] for m in methods})
             for m, share in shares.items():
                 win[m][k].append(share)
 

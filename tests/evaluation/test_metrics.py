@@ -195,7 +195,7 @@ def test_compute_metrics_hand_case() -> None:
     assert out["iterations"] == [0, 1] and out["tasks"] == 1 and out["cells"] == 2
     assert a["rhv"] == pytest.approx({0: low, 1: (1 + low) / 2}, rel=1e-9)
     assert b["rhv"] == pytest.approx({0: 0.5, 1: 0.5}, rel=1e-9)
-    # iteration 0: B wins trial 0, A wins trial 1 (delta^3 > 0); iteration 1: tie, A
+    # iteration 0: B wins trial 0 (HV 2 > 1), A wins trial 1 (HV 1 > 0); iteration 1: tie, A
     assert a["win_rate"] == {0: 0.5, 1: 0.75}
     assert b["win_rate"] == {0: 0.5, 1: 0.25}
     assert a["diversity"] == 1.5 and b["diversity"] == 0.5
@@ -204,6 +204,25 @@ def test_compute_metrics_hand_case() -> None:
     assert (comp["method"], comp["versus"]) == ("A", "B")
     assert comp["rhv_diff"] == pytest.approx(low / 2)
     assert "baseline" not in out
+
+
+def test_win_rate_compares_unnormalised_hypervolume_as_eq6_says() -> None:
+    """Eq. 6: the win goes to the highest HV, without normalisation. In golden-normalised
+    objective space with the origin as reference, A = (2,1,1) has HV 2 and B = (1.2,1.2,1.2)
+    has 1.2^3 = 1.728, so A wins. Min-max normalised over {A, B}, A becomes (1,0,0) and B
+    (0,1,1): B's box (delta (1+delta)^2) outweighs A's ((1+delta) delta^2), and B would win."""
+    rows = [rec("A", 0, 0, power=0.5),
+            rec("B", 0, 0, power=1 / 1.2, delay=1 / 1.2, area=1 / 1.2)]
+    records = [Record.model_validate(r) for r in rows]
+    paper = compute_metrics(records)
+    assert paper["methods"]["A"]["win_rate"] == {0: 1.0}
+    assert paper["methods"]["B"]["win_rate"] == {0: 0.0}
+    normalised = compute_metrics(records, win_basis="normalised")
+    assert normalised["methods"]["A"]["win_rate"] == {0: 0.0}
+    assert normalised["methods"]["B"]["win_rate"] == {0: 1.0}
+    assert paper["methods"]["A"]["rhv"] == normalised["methods"]["A"]["rhv"]  # rHV unchanged
+    with pytest.raises(ValueError, match="win_basis"):
+        compute_metrics(records, win_basis="rhv")  # type: ignore[arg-type]
 
 
 def test_compute_metrics_with_baseline() -> None:
