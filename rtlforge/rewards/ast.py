@@ -6,11 +6,12 @@ or changing widths does not move the score while a different operator or a missi
 does. The similarity is the paper's Algorithm 1 (greedy one-to-one child matching); the reward
 is ``10 * sim`` for code that parses, ``-5`` for code that does not, ``-10`` for no code at all.
 
-Two parsers build the trees. ``pyverilog`` is the paper's, but it rejects common SystemVerilog
-(``'0``, ``for (int i ...)``, ``typedef enum``); ``pyslang`` parses everything. Their node-type
-vocabularies differ, so a candidate is always compared with a reference tree from the *same*
-backend; ``backend="auto"`` uses pyverilog when it parses both sides and pyslang otherwise, and
-every :class:`ASTScore` says which one scored and why it fell back.
+Two parsers build the trees. The default, ``pyverilog``, is the paper's: code it cannot parse
+earns ``-5``, which is the syntax pressure the reward is meant to apply (it rejects common
+SystemVerilog: ``'0``, ``for (int i ...)``, ``typedef enum``). ``pyslang`` parses all of it and
+must be chosen explicitly, as must ``auto`` (pyverilog, falling back to pyslang when either side
+does not parse). Their node-type vocabularies differ, so a candidate is always compared with a
+reference tree from the *same* backend, and every :class:`ASTScore` says which one scored.
 
 Everything here treats completions as hostile: input sizes and tree sizes are capped, every
 traversal is iterative (a 20 000-deep expression cannot overflow the Python stack), the
@@ -171,9 +172,10 @@ def _shape_similarity(shapes: _Shapes, a: int, b: int, *, max_steps: int,
                       deadline: float | None) -> float:
     """Algorithm 1 on interned ids, iteratively and memoised per shape pair.
 
-    Greedy matching picks, for each child of ``a`` in order, the unmatched child of ``b`` with
-    the highest similarity (ties: the earliest). Children of ``b`` are grouped by shape, which
-    gives exactly the same choice as scanning them one by one but costs |C_a| x distinct(C_b).
+    Greedy matching: each child of ``a``, in order, takes the unseen child of ``b`` of its type
+    with the highest similarity, if that is above 0 (ties: the earliest); otherwise it stays
+    unmatched. Children of ``b`` are grouped by type and shape, which gives exactly the choice
+    of a one-by-one scan but costs |C_a| x distinct same-type shapes of C_b.
     """
     base = shapes.base
     labels = [*base.labels, *shapes.labels] if base is not None else shapes.labels
@@ -221,21 +223,25 @@ def _shape_similarity(shapes: _Shapes, a: int, b: int, *, max_steps: int,
             stack.extend(missing)
             continue
         stack.pop()
-        charge(len(kx) * len(uy))
-        queues = {s: deque(i for i, c in enumerate(ky) if c == s) for s in uy}
+        groups = [by_label.get(labels[cx], ()) for cx in kx]
+        charge(len(ky) + sum(len(g) + 1 for g in groups))
+        queues: dict[int, deque[int]] = {s: deque() for s in uy}  # unseen positions per shape
+        for pos, cy in enumerate(ky):
+            queues[cy].append(pos)
         total = 0.0
-        for cx in kx:
-            best_s, best_pos, best_v = -1, len(ky), -1.0
-            for s, queue in queues.items():
-                if not queue:
-                    continue
-                v = memo.get((cx, s), 0.0)  # absent: different labels
-                if v > best_v or (v == best_v and queue[0] < best_pos):
-                    best_s, best_pos, best_v = s, queue[0], v
-            if best_s < 0:
-                break  # every child of y is matched already
-            queues[best_s].popleft()
-            total += best_v
+        for cx, group in zip(kx, groups, strict=True):
+            # Paper's best_s starts at 0 and only a strictly higher s replaces it, so a child
+            # whose best score is 0 stays unmatched and leaves its partners free for later ones.
+            best_id, best_pos, best_v = -1, len(ky), 0.0
+            for cy in group:
+                queue = queues[cy]
+                if queue:
+                    v = memo[cx, cy]
+                    if v > best_v or (v == best_v and best_id >= 0 and queue[0] < best_pos):
+                        best_id, best_pos, best_v = cy, queue[0], v
+            if best_id >= 0:
+                queues[best_id].popleft()
+                total += best_v
         memo[x, y] = total / max(len(kx), len(ky))
     return memo[a, b]
 
@@ -479,12 +485,12 @@ _BACKENDS: dict[str, type[_Backend]] = {"pyverilog": PyverilogBackend, "pyslang"
 class ASTScore:
     """One scored completion.
 
-    ``status``: ``parsed`` (reward = scale * similarity), ``unparsable`` (code that no backend
-    parses, including a module that never ends), ``no_code`` (no Verilog at all), ``too_large``
-    (over the size caps; scored like unparsable), ``over_budget`` (similarity exceeded its
-    budget; abstains with ``None``), ``reference_error`` (the reference is missing or parses in
-    no backend; abstains). ``backend`` is the parser whose trees decided the score, ``detail``
-    why auto fell back or why parsing failed.
+    ``status``: ``parsed`` (reward = scale * similarity), ``unparsable`` (code the chosen
+    backend(s) cannot parse, including a module that never ends), ``no_code`` (no Verilog at
+    all), ``too_large`` (over the size caps; scored like unparsable), ``over_budget``
+    (similarity exceeded its budget; abstains with ``None``), ``reference_error`` (the
+    reference is missing or the chosen backend(s) cannot parse it; abstains). ``backend`` is
+    the parser whose trees decided the score, ``detail`` why auto fell back or parsing failed.
     """
 
     reward: float | None
@@ -549,11 +555,15 @@ class ASTSimilarityReward(Reward):
 
     The reference comes per sample from the ``reference`` (or ``golden``) column, as Verilog
     source; it is parsed once per backend and cached.
+
+    ``backend``: ``pyverilog`` (default, the paper's; raises :class:`ASTBackendUnavailable` if
+    it is not installed), ``pyslang`` (accepts SystemVerilog, so it applies less syntax
+    pressure), or ``auto`` (pyverilog, else pyslang for both sides; not the paper's reward).
     """
 
     name: ClassVar[str] = "ast-similarity"
 
-    def __init__(self, backend: Literal["auto", "pyverilog", "pyslang"] = "auto", *,
+    def __init__(self, backend: Literal["auto", "pyverilog", "pyslang"] = "pyverilog", *,
                  scale: float = 10.0, unparsable_reward: float = -5.0,
                  no_code_reward: float = -10.0, max_source_chars: int = 200_000,
                  max_nodes: int = 200_000, max_steps: int = 5_000_000,

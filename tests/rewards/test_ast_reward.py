@@ -55,22 +55,70 @@ STATUSES = {"parsed", "unparsable", "no_code", "too_large", "over_budget", "refe
 LEFTOVERS = ("preprocess.output", "parsetab.py", "parser.out", "lextab.py")
 
 
-def naive_sim(n1: ASTNode, n2: ASTNode) -> float:
-    """Algorithm 1 written as directly as possible, to check the optimised version against."""
-    if n1.label != n2.label:
+Tree = tuple[str, tuple["Tree", ...]]
+
+
+def paper_sim(t1: Tree, t2: Tree) -> float:
+    """VeriSeek's Algorithm 1 transcribed line by line on (type, children) tuples: the oracle."""
+    type1, kids1 = t1
+    type2, kids2 = t2
+    if type1 != type2:
         return 0.0
-    if not n1.children and not n2.children:
+    if not kids1 and not kids2:
         return 1.0
-    unmatched = list(range(len(n2.children)))
+    seen: set[int] = set()
     total = 0.0
-    for c1 in n1.children:
-        if not unmatched:
-            break
-        scores = [naive_sim(c1, n2.children[j]) for j in unmatched]
-        best = max(range(len(scores)), key=lambda k: (scores[k], -k))  # ties: the first
-        total += scores[best]
-        unmatched.pop(best)
-    return total / max(len(n1.children), len(n2.children))
+    for c1 in kids1:
+        best_s, best = 0.0, None
+        for j, c2 in enumerate(kids2):
+            if j in seen or c2[0] != c1[0]:
+                continue
+            s = paper_sim(c1, c2)
+            if s > best_s:
+                best_s, best = s, j
+        if best is not None:
+            seen.add(best)
+            total += best_s
+    return total / max(len(kids1), len(kids2))
+
+
+def T(label: str, *kids: Tree) -> Tree:
+    return (label, kids)
+
+
+def as_tuple(node: ASTNode) -> Tree:
+    return (node.label, tuple(as_tuple(c) for c in node.children))
+
+
+def as_node(tree: Tree) -> ASTNode:
+    return N(tree[0], [as_node(c) for c in tree[1]])
+
+
+# Hand-computed: (t1, t2, sim(t1, t2) worked out from the pseudo-code on paper).
+HAND_CASES = {
+    # B(x) vs B(x) = 1; A finds no B-typed partner and stays unmatched: 1 / max(2, 1).
+    "unmatched child leaves its partner free": (T("R", T("A"), T("B", T("x"))),
+                                                T("R", T("B", T("x"))), 0.5),
+    "identical": (T("R", T("A", T("x")), T("B")), T("R", T("A", T("x")), T("B")), 1.0),
+    "root types differ": (T("R", T("A")), T("S", T("A")), 0.0),
+    "both leaves, same type": (T("A"), T("A"), 1.0),
+    "leaf vs inner node": (T("A"), T("A", T("x")), 0.0),
+    # A(x) scores 0 against A(y) and A(z) (x != y, z): with best_s = 0 it takes neither, so
+    # A(y) still gets A(y): 1 / 2. Taking a zero-score partner would give 0.
+    "best_s > 0 gate": (T("R", T("A", T("x")), T("A", T("y"))),
+                        T("R", T("A", T("y")), T("A", T("z"))), 0.5),
+    # |C1| = 2 < |C2| = 4: both children match exactly, 2 / 4.
+    "fewer children": (T("R", T("A"), T("B")), T("R", T("A"), T("B"), T("C"), T("D")), 0.5),
+    # |C1| = 3 > |C2| = 1: only B matches, 1 / 3.
+    "more children": (T("R", T("A"), T("B"), T("C")), T("R", T("B")), 1 / 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HAND_CASES))
+def test_oracle_and_implementation_on_hand_computed_trees(case: str) -> None:
+    t1, t2, expected = HAND_CASES[case]
+    assert paper_sim(t1, t2) == pytest.approx(expected, abs=1e-15)
+    assert tree_similarity(as_node(t1), as_node(t2)) == pytest.approx(expected, abs=1e-15)
 
 
 # ------------------------------------------------------------------------- Algorithm 1
@@ -132,10 +180,23 @@ trees = st.recursive(st.builds(N, labels),
                      max_leaves=25)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(trees, trees)
-def test_optimised_similarity_equals_the_plain_algorithm(n1: ASTNode, n2: ASTNode) -> None:
-    assert tree_similarity(n1, n2) == pytest.approx(naive_sim(n1, n2), abs=1e-12)
+def test_optimised_similarity_equals_the_paper_oracle(n1: ASTNode, n2: ASTNode) -> None:
+    assert tree_similarity(n1, n2) == pytest.approx(paper_sim(as_tuple(n1), as_tuple(n2)),
+                                                    abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees)
+def test_a_tree_matches_its_variants_like_the_oracle(n: ASTNode) -> None:
+    """Near-identical pairs (one subtree dropped) exercise deep partial matches."""
+    t = as_tuple(n)
+    variants = [(t[0], t[1][:i] + t[1][i + 1:]) for i in range(len(t[1]))]
+    for v in variants:
+        for a, b in ((t, v), (v, t)):
+            assert tree_similarity(as_node(a), as_node(b)) == pytest.approx(paper_sim(a, b),
+                                                                            abs=1e-12)
 
 
 def test_deep_trees_do_not_recurse() -> None:
@@ -176,6 +237,8 @@ def test_parsed_reward_is_ten_times_similarity(backend: str) -> None:
 def test_unparsable_code_scores_minus_five() -> None:
     reward = ASTSimilarityReward()
     broken = score(reward, "module m(input a); assign = ; endmodule")
+    assert (broken.reward, broken.status, broken.backend) == (-5.0, "unparsable", "pyverilog")
+    broken = score(ASTSimilarityReward("auto"), "module m(input a); assign = ; endmodule")
     assert (broken.reward, broken.status, broken.backend) == (-5.0, "unparsable", "pyslang")
     truncated = score(reward, "Sure:\n```verilog\nmodule m(input a, output y);\n  assign y = a")
     assert (truncated.reward, truncated.status) == (-5.0, "unparsable")
@@ -252,13 +315,23 @@ def test_auto_falls_back_to_pyslang_and_says_so(construct: str) -> None:
     src = SV_SOURCES[construct]
     assert score(ASTSimilarityReward("pyverilog"), src, src).status == "reference_error"
     assert score(ASTSimilarityReward("pyslang"), src, src).reward == 10.0
-    s = score(ASTSimilarityReward(), src, src)
+    s = score(ASTSimilarityReward("auto"), src, src)
     assert (s.reward, s.backend) == (10.0, "pyslang")
     assert s.detail is not None and "pyverilog cannot parse" in s.detail
 
 
+@pytest.mark.parametrize("construct", sorted(SV_SOURCES))
+def test_default_is_the_papers_pyverilog_reward(construct: str) -> None:
+    """SystemVerilog that pyverilog rejects earns -5 by default, not a pyslang score."""
+    reward = ASTSimilarityReward()
+    assert reward.requested_backend == "pyverilog"
+    s = score(reward, SV_SOURCES[construct])
+    assert (s.reward, s.status, s.backend) == (-5.0, "unparsable", "pyverilog")
+    assert score(reward, RENAMED).backend == "pyverilog"
+
+
 def test_sv_completion_against_verilog_reference_compares_pyslang_trees() -> None:
-    s = score(ASTSimilarityReward(), SV_SOURCES["fill literal"])
+    s = score(ASTSimilarityReward("auto"), SV_SOURCES["fill literal"])
     assert s.status == "parsed" and s.backend == "pyslang"
     assert s.detail is not None and "completion" in s.detail
     only_pv = score(ASTSimilarityReward("pyverilog"), SV_SOURCES["fill literal"])
@@ -286,7 +359,9 @@ def test_pyverilog_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PyverilogBackend, "available", staticmethod(lambda: False))
     with pytest.raises(ASTBackendUnavailable, match=r"rtlforge\[ast\]"):
         ASTSimilarityReward("pyverilog")
-    s = score(ASTSimilarityReward(), RENAMED)
+    with pytest.raises(ASTBackendUnavailable, match=r"rtlforge\[ast\]"):
+        ASTSimilarityReward()  # the default is the paper's parser: no silent substitute
+    s = score(ASTSimilarityReward("auto"), RENAMED)
     assert (s.reward, s.backend) == (10.0, "pyslang")
     assert s.detail is not None and "not installed" in s.detail
 
@@ -376,7 +451,7 @@ def test_fuzz_never_raises(text: str) -> None:
 def test_rtllm_references_score_ten_against_themselves(capsys: pytest.CaptureFixture[str]) -> None:
     refs = sorted(p for p in RTLLM.glob("[A-Z]*/**/verified_*.v"))
     assert len(refs) == 50
-    auto, pyverilog = ASTSimilarityReward(), ASTSimilarityReward("pyverilog")
+    auto, pyverilog = ASTSimilarityReward("auto"), ASTSimilarityReward("pyverilog")
     by_pyverilog = 0
     for path in refs:
         src = path.read_text()
