@@ -44,6 +44,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _ESCAPED = re.compile(r"\\\S+")
 _SPACE = re.compile(r"\s+")
 _DIRECTIVE = re.compile(r"`[A-Za-z_][A-Za-z0-9_$]*")
+_DEFINE_NAME = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_$]*)")
 #: Keywords after which ``name #(`` or ``name name (`` declares something rather than
 #: instantiating a module (``class c #(...)``, ``function automatic f(...)``).
 _DECLARES = frozenset({
@@ -183,11 +184,11 @@ def _tokens(text: str) -> Iterator[_Token]:
             yield ("dir", m.group()[1:], i, m.end())
             i = m.end()
             if m.group() == "`define":  # its name counts for `ifdef; its body is never read
-                name = _IDENT.match(text, _SPACE.match(text, i).end() if _SPACE.match(text, i)
-                                    else i)
+                name = _DEFINE_NAME.match(text, i)
                 if name is not None:
-                    yield ("id", name.group(), name.start(), name.end())
-                i = _skip_define(text, name.end() if name is not None else i)
+                    yield ("id", name.group(1), name.start(1), name.end(1))
+                    i = name.end()
+                i = _skip_define(text, i)
         elif ch == "\\":
             m = _ESCAPED.match(text, i)
             if m is None:
