@@ -312,13 +312,33 @@ def doctor(as_json: bool) -> None:
     sys.exit(EXIT_OK if ok else EXIT_INFRA)
 
 
+#: ``--format`` of ``--tasks``: what ``load_task_map`` reads ("auto" sniffs the folder).
+TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval")
+TASKS_HELP = ("A task suite (task.toml folders), an RTLLM-layout folder, or a VerilogEval v2 "
+              "checkout / dataset folder (ProbNNN_name_{prompt.txt,ref.sv,test.sv}).")
+
+
 def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
+    """Tasks under ``root`` by id; a VerilogEval problem that cannot be loaded is skipped with
+    a warning on stderr rather than failing the whole run."""
     import rtlforge.tasks.loader as taskio
     import rtlforge.tasks.rtllm as rtllm
+    import rtlforge.tasks.verilogeval as verilogeval
 
     if fmt == "auto":
-        fmt = "suite" if any(root.rglob("task.toml")) else "rtllm"
-    loaded = taskio.load_tasks(root) if fmt == "suite" else rtllm.load_rtllm(root)
+        if any(root.rglob("task.toml")):
+            fmt = "suite"
+        elif verilogeval.is_verilogeval(root):
+            fmt = "verilogeval"
+        else:
+            fmt = "rtllm"
+    if fmt == "verilogeval":
+        scan = verilogeval.scan_verilogeval(root)
+        for skipped in scan.skipped:
+            click.secho(f"warning: skipped {skipped.reason}", fg="yellow", err=True)
+        loaded = list(scan.tasks)
+    else:
+        loaded = taskio.load_tasks(root) if fmt == "suite" else rtllm.load_rtllm(root)
     if not loaded:
         raise click.UsageError(f"no tasks found under {root} (format {fmt})")
     return {t.id: t for t in loaded}
@@ -363,9 +383,9 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--tasks", "tasks_dir", required=True,
               type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="A task suite (task.toml folders) or an RTLLM-layout folder.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "suite", "rtllm"]), default="auto",
-              show_default=True)
+              help=TASKS_HELP)
+@click.option("--format", "fmt", type=click.Choice(TASK_FORMATS), default="auto",
+              show_default=True, help="Layout of --tasks; auto tells them apart.")
 @click.option("-k", "ks", default="1,5,10", show_default=True, help="Comma-separated k values.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Per-sample JSONL of reports (default: SAMPLES_results.jsonl beside it, or "

@@ -41,7 +41,8 @@ def _generator(host: Any, name: str, options: dict[str, Any]) -> Any:
 
 
 def _spec_task(spec: Path) -> Any:
-    """A Task from a free-standing spec file; the top module comes from a header in it."""
+    """A Task from a free-standing spec file; the top module comes from a header in it, else
+    from a "module named X" sentence (how VerilogEval v2's spec-to-rtl prompts name it)."""
     import re
 
     from rtlforge.core.models import Task
@@ -50,8 +51,10 @@ def _spec_task(spec: Path) -> Any:
     # Prose with, at most, a trailing Verilog header: only a line that starts with ``module``
     # counts. A Verilog parser (eda.modules) would read "the module should ..." as a declaration.
     found = re.findall(r"^\s*module\s+([A-Za-z_]\w*)", text, re.M)
-    top = found[-1] if found else "top_module"
-    return Task(id=spec.stem, spec=text, top=top)
+    named = re.findall(r"\bmodule\s+named\s+`?([A-Za-z_]\w*)", text)
+    top = found[-1] if found else named[0] if named else "top_module"
+    # ``ProbNNN_name_prompt.txt`` is problem ``ProbNNN_name``, the id VerilogEval's tasks carry
+    return Task(id=spec.stem.removesuffix("_prompt") or spec.stem, spec=text, top=top)
 
 
 @hookimpl
@@ -71,7 +74,8 @@ def register_commands(cli: Any) -> None:
                                                         path_type=Path),
                   help="A task directory (task.toml).")
     @click.option("--template", default="spec", show_default=True,
-                  help="Prompt template: a bundled name or a .toml file.")
+                  help="Prompt template: a bundled name (spec, pareto, spec-to-rtl: "
+                       "VerilogEval v2's own) or a .toml file.")
     @click.option("-n", "samples", type=click.IntRange(min=1), default=1, show_default=True)
     @click.option("--temperature", type=click.FloatRange(min=0), default=0.8,
                   show_default=True)
@@ -127,7 +131,8 @@ def register_commands(cli: Any) -> None:
     @cli.command(name="explore")
     @click.option("--tasks", "tasks_dir", required=True,
                   type=click.Path(exists=True, file_okay=False, path_type=Path),
-                  help="A task suite (task.toml folders) or an RTLLM-layout folder.")
+                  help="A task suite (task.toml folders), an RTLLM-layout folder, or a "
+                       "VerilogEval v2 checkout / dataset folder.")
     @click.option("--task", "task_ids", multiple=True, help="Only these task ids (repeatable).")
     @click.option("--generator", "generator_name", default=None,
                   help="Generator plugin of the default method.")
@@ -139,7 +144,8 @@ def register_commands(cli: Any) -> None:
                   metavar="NAME=GENERATOR[:TEMPLATE]",
                   help="A method to compare (repeatable); TEMPLATE defaults to --template.")
     @click.option("--template", default="pareto", show_default=True,
-                  help="Prompt template: a bundled name (pareto, spec) or a .toml file.")
+                  help="Prompt template: a bundled name (pareto, spec, spec-to-rtl) or a "
+                       ".toml file.")
     @click.option("--history", type=click.Choice(["passing-only", "all", "front"]),
                   default="passing-only", show_default=True,
                   help="Which earlier circuits the prompt shows.")

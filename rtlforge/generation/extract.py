@@ -6,6 +6,12 @@ comments and strings blanked out (same length, offsets still line up): a ``modul
 A module starts only at a declaration header (``module name (``/``#(``/``;``) at the start of a
 line; single-line compiler directives just before it (`` `define``, `` `timescale``, ...) are
 kept, since the module may depend on them.
+
+VerilogEval v2's spec-to-rtl prompt asks for the code between ``[BEGIN]`` and ``[DONE]``; its
+``scripts/sv-generate`` reads the answer line by line: the code starts after the first line
+beginning with ``[BEGIN]`` (text after the tag on that line counts) and ends at the first line
+ending with ``[DONE]``; only that first block is used, and an answer that opens the block but
+never closes it yields no code. :func:`extract_verilog` reads such answers the same way.
 """
 
 from __future__ import annotations
@@ -86,6 +92,32 @@ def _join(modules: list[tuple[str, str]]) -> str:
     return "\n\n".join(kept) + "\n"
 
 
+_BEGIN, _DONE = "[BEGIN]", "[DONE]"
+
+
+def _enclosed(text: str) -> tuple[bool, str | None]:
+    """``(opened, body)`` of the first ``[BEGIN]``...``[DONE]`` block, read as sv-generate does.
+
+    ``body`` is None when no block was opened, or when one was opened and never closed.
+    """
+    lines: list[str] = []
+    opened = False
+    for line in text.splitlines():
+        if not opened:
+            if line.lstrip().startswith(_BEGIN):
+                opened = True
+                if line.strip() != _BEGIN:
+                    lines.append(line.lstrip().replace(_BEGIN, ""))
+        elif line.strip() == _DONE:
+            return True, "\n".join(lines)
+        elif line.rstrip().endswith(_DONE):
+            lines.append(line.rstrip().replace(_DONE, ""))
+            return True, "\n".join(lines)
+        else:
+            lines.append(line)
+    return opened, None
+
+
 def _scopes(text: str) -> list[str]:
     """Where to look, best first: ``<answer>`` bodies, the text after ``</think>``, all of it."""
     answers = [m.group(1) for m in _ANSWER.finditer(text)]
@@ -98,15 +130,21 @@ def _scopes(text: str) -> list[str]:
 def extract_verilog(text: str) -> str:
     """The Verilog a completion contains: every complete module, in order.
 
-    Looks inside ``<answer>`` tags first (else after the last ``</think>``), then in fenced
-    blocks tagged as Verilog (or untagged), then in the raw text. Raises
-    :class:`ExtractionError` when no complete module is found, so a truncated or prose-only
-    answer is an explicit outcome, not an empty design.
+    An answer with a VerilogEval ``[BEGIN]``...``[DONE]`` block (after the last ``</think>``,
+    if any) is read from that block only. Otherwise it looks inside ``<answer>`` tags first
+    (else after the last ``</think>``), then in fenced blocks tagged as Verilog (or untagged),
+    then in the raw text. Raises :class:`ExtractionError` when no complete module is found, so
+    a truncated or prose-only answer is an explicit outcome, not an empty design.
     """
     if not isinstance(text, str):
         raise ExtractionError(f"completion must be text, not {type(text).__name__}")
+    ends = list(_THINK_END.finditer(text))
+    opened, block = _enclosed(text[ends[-1].end():] if ends else text)
+    if opened and block is None:
+        raise ExtractionError("the answer opens a [BEGIN] block but never closes it with [DONE] "
+                              "(truncated?); VerilogEval takes no code from it")
     truncated = False
-    for scope in _scopes(text):
+    for scope in [block] if block is not None else _scopes(text):
         fenced = [body for lang, body in _FENCE.findall(scope) if lang.lower() in _HDL_LANGS]
         for region in (*(["\n".join(fenced)] if fenced else []), scope):
             modules, cut = _modules(region)

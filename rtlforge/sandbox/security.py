@@ -849,12 +849,14 @@ def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile
         return
     task_names, task_modules = _task_names(tuple(f.content for f in testbench))
     sm = pyslang.SourceManager()
-    for f in (*testbench, *support):
-        sm.assignText(_VIRTUAL_DIR + f.name, f.content)
+    task_buffers = {f.name: sm.assignText(_VIRTUAL_DIR + f.name, f.content)
+                    for f in (*testbench, *support)}
     compilation = pyslang.ast.Compilation()
     for f in support:
         if f.name.lower().endswith((".v", ".sv")):
-            compilation.addSyntaxTree(syntax.SyntaxTree.fromText(f.content, f.name))
+            # one source manager for every tree of a compilation (slang refuses a mix)
+            compilation.addSyntaxTree(syntax.SyntaxTree.fromBuffer(
+                task_buffers[f.name], sm, pyslang.Bag()))
     by_buffer: dict[int, SourceFile] = {}
     for f in design:
         buf = sm.assignText(_VIRTUAL_DIR + f.name, f.content)

@@ -266,3 +266,29 @@ def test_rtllm_reference_sources_pass() -> None:
             failures.append(f"{path}: {exc}")
     assert _rtllm_cases()
     assert not failures, "\n".join(failures)
+
+
+# --------------------------------------------------------------------------------------------
+# containment with compiled support files
+# --------------------------------------------------------------------------------------------
+
+
+def test_containment_accepts_a_task_with_a_compiled_support_module() -> None:
+    """A .sv support file used to crash slang ("same source manager"), which the gate reported
+    as an infrastructure error for every candidate of such a task."""
+    from rtlforge.sandbox.security import check_contained
+
+    tb = SourceFile(name="tb.sv", content=(
+        "module tb; wire y; helper h(.y(y)); top t(.y(y)); endmodule\n"))
+    helper = SourceFile(name="helper.sv",
+                        content="module helper(output y); assign y = 1; endmodule\n")
+
+    def design(body: str) -> SourceFile:
+        return SourceFile(name="d.sv", content=f"module top(output y); {body} endmodule\n")
+
+    own, uses_support = design("assign y = 1'b1;"), design("helper h(.y(y));")
+    reaches_in = design("assign y = tb.y;")
+    check_contained([own], [tb], [helper])
+    check_contained([uses_support], [tb], [helper])  # support modules are the design's to use
+    with pytest.raises(SecurityViolation, match="tb"):
+        check_contained([reaches_in], [tb], [helper])
