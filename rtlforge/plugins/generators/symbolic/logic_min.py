@@ -25,8 +25,24 @@ MAX_INPUTS = 8
 PETRICK_LIMIT = 20000
 
 
+#: Why a spec was declined, for reports and tests (the message gives the details):
+#: ``no_table`` nothing the solver reads; ``malformed`` a table that does not parse as drawn;
+#: ``ambiguous`` more than one reading (tables, names, orientations); ``interface`` the ports
+#: do not fit the table; ``unsupported`` a recognised kind of spec outside what is solved
+#: exactly; ``too_large`` beyond the exact-minimisation limits; ``internal`` a self-check failed.
+DeclineReason = Literal["no_table", "malformed", "ambiguous", "interface", "unsupported",
+                        "too_large", "internal"]
+
+
 class Decline(ValueError):
-    """The spec is not something the solver understands with certainty (the message says why)."""
+    """The spec is not something the solver understands with certainty (the message says why).
+
+    ``reason`` types the failure so callers can count declines by cause without parsing text.
+    """
+
+    def __init__(self, message: str, reason: DeclineReason = "unsupported") -> None:
+        super().__init__(message)
+        self.reason: DeclineReason = reason
 
 
 # ============================================================================================
@@ -128,7 +144,7 @@ def minimum_cover(f: Function) -> list[Implicant]:
                 grown.update(p | {i} for i in clause)
         products = _absorb(grown)
         if len(products) > PETRICK_LIMIT:
-            raise Decline("the cover problem is too large for an exact solution")
+            raise Decline("the cover problem is too large for an exact solution", "too_large")
 
     def cost(p: frozenset[int]) -> tuple[int, int, list[Implicant]]:
         chosen = sorted(primes[i] for i in p | essential)
@@ -160,7 +176,7 @@ class Expression:
     """A Verilog expression for one output and what it costs."""
 
     text: str
-    form: Literal["const", "sop", "xor", "xnor"]
+    form: Literal["const", "sop", "pos", "xor", "xnor"]
     terms: int
     literals: int
 
@@ -431,10 +447,11 @@ def find_interface(
             else PortDecl(p.name, p.direction) for p in ports
         )))
     if not found:
-        raise Decline("no module header, interface list or task ports to implement")
+        raise Decline("no module header, interface list or task ports to implement",
+                      "interface")
     chosen = found[0][1]
     if any(sorted(_signature(other)) != sorted(_signature(chosen)) for _, other in found[1:]):
-        raise Decline("the interface sources of the spec disagree")
+        raise Decline("the interface sources of the spec disagree", "interface")
     names = {n for n, _ in found if n is not None} | ({top} if top else set())
     if len(names) != 1:
         raise Decline("cannot tell the module name" if not names else
@@ -569,14 +586,14 @@ def _kmap_at(lines: list[str], i: int) -> tuple[KMap, int] | None:
         j += 1
     plausible = ncols == 1 << width or any("\\" in c for c in corner)
     if problem and plausible:
-        raise Decline(problem)
+        raise Decline(problem, "malformed")
     if not rows:
         if any("\\" in c for c in corner):
             raise Decline(f"line {i + 1}: K-map header without rows")
         return None
     where = f"K-map at line {i + 1}"
     if problem:
-        raise Decline(problem)
+        raise Decline(problem, "malformed")
     if ncols != 1 << width or len(set(labels)) != ncols:
         raise Decline(f"{where}: column labels {labels} are not all {width}-bit values once")
     row_labels = [r for r, _ in rows]
@@ -643,7 +660,8 @@ def _truth_table_at(lines: list[str], i: int) -> tuple[TruthTable, int] | None:
         elif not rows:
             return None
         elif _looks_tabular(lines[j], toks):
-            raise Decline(f"line {j + 1}: row {lines[j]!r} does not fit the truth table")
+            raise Decline(f"line {j + 1}: row {lines[j]!r} does not fit the truth table",
+                          "malformed")
         else:
             break
         j += 1
@@ -789,20 +807,95 @@ class OutputSolution:
     expression: Expression
 
 
+#: What was solved: a K-map (``kmap_mux``: a K-map split over mux data inputs), a truth table,
+#: a combinational waveform, minterm lists in prose, a flip-flop table, a rule table.
+SolutionKind = Literal["kmap", "kmap_mux", "truth_table", "waveform", "minterms", "flipflop",
+                       "automaton"]
+
+
 @dataclass(frozen=True)
 class Solution:
     top: str
     ports: tuple[PortDecl, ...]
-    kind: Literal["kmap", "truth_table", "waveform"]
+    kind: SolutionKind
     outputs: tuple[OutputSolution, ...]
     verilog: str
+
+
+_MUX_LINK = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*([01]+)\s+is\s+connected\s+to\s+"
+                       r"([A-Za-z_]\w*)\[(\d+)\]")
+
+
+def _kmap_mux_functions(table: KMap, iface: Interface, spec: str
+                        ) -> list[tuple[str, list[str], Function]]:
+    """A K-map realised as a mux: selector variables (not ports) pick ``out[k]`` of a vector.
+
+    Only when the prose states the links (``ab = 00 is connected to mux_in[0]``), every stated
+    link is the binary index of its selector code, and the remaining map variables are exactly
+    the inputs; then ``out[k]`` is the map's column/row slice where the selectors equal ``k``.
+    """
+    outs = [p for p in iface.ports if p.direction == "output"]
+    links = _MUX_LINK.findall(spec)
+    if len(outs) != 1 or outs[0].width < 2 or not links:
+        raise Decline(f"a single K-map cannot drive outputs {iface.bits('output')}", "interface")
+    out = outs[0]
+    sel_specs = {spec_ for spec_, *_ in links}
+    if len(sel_specs) != 1 or {o for *_, o, _ in links} != {out.name}:
+        raise Decline("mux K-map: the selector links name more than one selector or output",
+                      "ambiguous")
+    codes = {code for _, code, _, _ in links}
+    width = {len(c) for c in codes}
+    if len(width) != 1 or 1 << width.pop() != out.width or len(links) < 2:
+        raise Decline("mux K-map: the selector codes do not index the output vector",
+                      "interface")
+    for _, code, _, index in links:
+        if int(code, 2) != int(index) or int(index) not in out.indices:
+            raise Decline(f"mux K-map: code {code} is linked to {out.name}[{index}], not its "
+                          "binary index", "ambiguous")
+    sel_spec = sel_specs.pop()
+    inputs = [p for p in iface.ports if p.direction == "input"]
+    readings = set()
+    for rows, cols in itertools.product(_var_splits(table.row_spec, table.row_bits),
+                                        _var_splits(table.col_spec, table.col_bits)):
+        names = rows + cols
+        for sel in _var_splits(sel_spec, len(next(iter(codes)))):
+            if not set(sel) <= set(names) or len(set(names)) != len(names):
+                continue
+            data = [nm for nm in names if nm not in sel]
+            if any(resolve_names([s], inputs, spec) is not None for s in sel):
+                continue
+            got = resolve_names(data, inputs, spec)
+            if got is not None and all(len(g) == 1 for g in got):
+                readings.add((names, sel, tuple(g[0] for g in got)))
+    if len(readings) != 1:
+        raise Decline("mux K-map: cannot tell the selector and data variables apart",
+                      "ambiguous" if readings else "interface")
+    names, sel, data_bits = readings.pop()
+    if sorted(data_bits) != sorted(iface.bits("input")) or len(set(data_bits)) != len(data_bits):
+        raise Decline("mux K-map: the data variables do not cover the inputs exactly once",
+                      "interface")
+    n = len(names)
+    sel_pos = [names.index(s) for s in sel]
+    data_pos = [k for k in range(n) if names[k] not in sel]
+    functions = []
+    for index in out.indices:
+        ones, zeros = set(), set()
+        for rlab, clab, value in table.cells:
+            bits = rlab + clab
+            if int("".join(bits[k] for k in sel_pos), 2) != index or value is None:
+                continue
+            m = int("".join(bits[k] for k in data_pos), 2)
+            (ones if value == 1 else zeros).add(m)
+        functions.append((f"{out.name}[{index}]", list(data_bits),
+                          Function(len(data_pos), frozenset(ones), frozenset(zeros))))
+    return functions
 
 
 def _kmap_functions(table: KMap, iface: Interface, spec: str) -> list[tuple[str, list[str],
                                                                             Function]]:
     outputs = iface.bits("output")
     if len(outputs) != 1:
-        raise Decline(f"a single K-map cannot drive outputs {outputs}")
+        return _kmap_mux_functions(table, iface, spec)
     readings: set[tuple[str, ...]] = set()
     inputs = [p for p in iface.ports if p.direction == "input"]
     row_opts = _var_splits(table.row_spec, table.row_bits)
@@ -816,7 +909,8 @@ def _kmap_functions(table: KMap, iface: Interface, spec: str) -> list[tuple[str,
             readings.add(tuple(g[0] for g in got))
     if len(readings) != 1:
         raise Decline("cannot map the K-map variables to the input ports" if not readings
-                      else "the K-map variables map to the ports in more than one way")
+                      else "the K-map variables map to the ports in more than one way",
+                      "interface" if not readings else "ambiguous")
     names = list(readings.pop())
     if len(set(names)) != len(names) or set(names) != set(iface.bits("input")):
         raise Decline(f"K-map variables {names} do not cover the inputs exactly once")
@@ -865,7 +959,7 @@ def _tt_functions(
     if sorted(out_bits) != sorted(outputs_set) or len(set(out_bits)) != len(out_bits):
         raise Decline("the truth table's output columns do not cover the outputs exactly once")
     if len(in_bits) > MAX_INPUTS:
-        raise Decline(f"more than {MAX_INPUTS} inputs")
+        raise Decline(f"more than {MAX_INPUTS} inputs", "too_large")
     if waveform and (not re.search(r"\bcombinational\b", spec, re.I)
                      or re.search(r"\b(?:sequential|flip-?flops?|latch|registers?)\b", spec, re.I)
                      or any(re.search(r"cl(?:oc)?k", b, re.I) for b in in_bits)):
@@ -947,14 +1041,15 @@ def solve(spec: str, *, top: str | None = None, ports: Sequence[Port] = ()) -> S
     iface, body = find_interface(spec, top=top, ports=ports)
     tables = find_tables(body)
     if not tables:
-        raise Decline("no Karnaugh map or truth table found")
+        return _solve_without_table(body, iface)
     if len(tables) > 1:
         raise Decline(f"{len(tables)} tables found (lines {[t.line for t in tables]}); "
-                      "cannot tell which one is meant")
+                      "cannot tell which one is meant", "ambiguous")
     table = tables[0]
-    kind: Literal["kmap", "truth_table", "waveform"]
+    kind: SolutionKind
     if isinstance(table, KMap):
-        functions, kind = _kmap_functions(table, iface, spec), "kmap"
+        functions = _kmap_functions(table, iface, spec)
+        kind = "kmap" if len(iface.bits("output")) == 1 else "kmap_mux"
     else:
         functions, waveform = _tt_functions(table, iface, spec)
         kind = "waveform" if waveform else "truth_table"
@@ -963,14 +1058,41 @@ def solve(spec: str, *, top: str | None = None, ports: Sequence[Port] = ()) -> S
         names, f = _reorder(table_f, table_names, iface.bits("input"))
         expr = minimise(f, names)
         if not matches(expr.text, names, f):  # never expected; the last line of defence
-            raise Decline(f"internal check failed for {target}")
+            raise Decline(f"internal check failed for {target}", "internal")
         outputs.append(OutputSolution(target, tuple(names), f, expr))
     order = {b: k for k, b in enumerate(iface.bits("output"))}
     outputs.sort(key=lambda o: order[o.target])
     verilog = emit_verilog(iface, [(o.target, o.expression.text) for o in outputs])
     if not _parses(verilog, iface.top):
-        raise Decline("internal check failed: the emitted module does not parse")
+        raise Decline("internal check failed: the emitted module does not parse", "internal")
     return Solution(iface.top, iface.ports, kind, tuple(outputs), verilog)
+
+
+def _solve_without_table(body: str, iface: Interface) -> Solution:
+    """Specs with no plain K-map or truth table: clocked tables, then minterm lists."""
+    from rtlforge.plugins.generators.symbolic import prose, sequential  # they import this
+
+    for clocked in (sequential.solve_flipflop, sequential.solve_automaton):
+        got = clocked(body, iface)
+        if got is not None:
+            out = OutputSolution(got.target, got.inputs, got.function, got.expression)
+            if not _parses(got.verilog, iface.top):
+                raise Decline("internal check failed: the emitted module does not parse",
+                              "internal")
+            kind: SolutionKind = "flipflop" if got.kind == "flipflop" else "automaton"
+            return Solution(iface.top, iface.ports, kind, (out,), got.verilog)
+    minterms = prose.solve_minterms(body, iface)
+    if minterms is None:
+        raise Decline("no Karnaugh map or truth table found", "no_table")
+    outputs = []
+    for target, names, f, expr in minterms:
+        if not matches(expr.text, names, f):
+            raise Decline(f"internal check failed for {target}", "internal")
+        outputs.append(OutputSolution(target, tuple(names), f, expr))
+    verilog = emit_verilog(iface, [(o.target, o.expression.text) for o in outputs])
+    if not _parses(verilog, iface.top):
+        raise Decline("internal check failed: the emitted module does not parse", "internal")
+    return Solution(iface.top, iface.ports, "minterms", tuple(outputs), verilog)
 
 
 def try_solve(spec: str, *, top: str | None = None, ports: Sequence[Port] = ()
