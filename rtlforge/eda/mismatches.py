@@ -49,6 +49,8 @@ _AT_TIME = re.compile(r"\b(?:at\s+)?time\s*(?:=|:)?\s*(?P<time>\d+(?:\.\d+)?)\s*
 #: "y: expected=1 actual=0": the name leading the line is the signal checked.
 _LEADING_SIGNAL = re.compile(rf"^\W*(?P<name>[A-Za-z_][\w.\[\]]*)\s*:\s*(?:{_EXPECTING})\b",
                              re.IGNORECASE)
+_NOT_SIGNALS = {"error", "errors", "fail", "failed", "failure", "mismatch", "check", "warning",
+                "test", "info", "assertion"}
 _INDEX_KEYS = {"i", "j", "idx", "index", "vector", "cycle", "test", "case", "step", "iteration"}
 _TIME_KEYS = {"time", "t", "at_time", "sim_time"}
 _EXPECTED_KEY = re.compile(rf"^(?:{_EXPECTING})(?:[_\s]+(?P<rest>\w+))?$|^(?P<head>\w+?)_"
@@ -137,7 +139,8 @@ def _generic(line: str, outputs: Collection[str]) -> Mismatch | None:
         return None
     if time is None and (at := _AT_TIME.search(line)) is not None:
         time = at["time"] + (f" {at['unit'].lower()}" if at["unit"] else "")
-    if signal is None and (lead := _LEADING_SIGNAL.match(line)) is not None:
+    if (signal is None and (lead := _LEADING_SIGNAL.match(line)) is not None
+            and lead["name"].lower() not in _NOT_SIGNALS):
         signal = lead["name"]
     by_lower = {name.lower(): name for name in named}
     if signal is not None and signal.lower() in by_lower:
