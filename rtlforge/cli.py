@@ -16,10 +16,19 @@ import click
 
 from rtlforge.core.errors import RtlforgeError
 from rtlforge.core.log import ROOT_LOGGER
-from rtlforge.core.models import Candidate, SourceFile, Task, ToolSpec, ValidationReport, Verdict
+from rtlforge.core.models import (
+    Candidate,
+    Mismatch,
+    SourceFile,
+    Task,
+    ToolSpec,
+    ValidationReport,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
+    from rtlforge.validate.pipeline import Pipeline
 
 #: Exit codes of every command, plugin commands included (see the module docstring).
 EXIT_OK, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
@@ -146,6 +155,17 @@ def _exit_code(verdict: Verdict) -> int:
     return EXIT_NOT_PASSED
 
 
+def _describe_mismatch(m: Mismatch) -> str:
+    """``y at 40 ps: expected 4'b0001, observed 4'b0111 (a=4'b0011, b=4'b0101)``."""
+    where = (f" at {m.time}" if m.time else "") + (f" (#{m.cycle})" if m.cycle is not None else "")
+    values = ", ".join(f"{k} {v}" for k, v in (("expected", m.expected), ("observed", m.observed))
+                       if v is not None)
+    inputs = ", ".join(f"{k}={v}" for k, v in m.inputs.items())
+    count = f" [{m.count} mismatches]" if m.count is not None else ""
+    text = f"{m.signal or '?'}{where}: {values or m.raw}{count}"
+    return text + (f" ({inputs})" if inputs else "")
+
+
 def _print_report(report: ValidationReport) -> None:
     colour = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow"}
     click.secho(f"verdict: {report.verdict.value}",
@@ -157,6 +177,8 @@ def _print_report(report: ValidationReport) -> None:
         click.echo(f"- [{fb.category}] {where}{fb.message}")
         if fb.context:
             click.echo(fb.context)
+        for m in fb.mismatches:
+            click.echo(f"  {_describe_mismatch(m)}")
         if fb.hint:
             click.echo(f"  hint: {fb.hint}")
 
@@ -178,13 +200,18 @@ def _print_report(report: ValidationReport) -> None:
                    "see `rtlforge plugins`).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Wall-clock seconds per tool run.")
+@click.option("--wave", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write a VCD of the simulation (the whole testbench) to FILE (Icarus only; "
+                   "the dump is cut at 16 MiB and then says so).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[Path, ...],
              top: str | None, simulator: str, synth: bool, extras: tuple[str, ...],
-             timeout: float, as_json: bool) -> None:
+             timeout: float, wave: Path | None, as_json: bool) -> None:
     """Validate DESIGN files: security check, lint, simulate, (synthesise), extra checks."""
     from rtlforge.validate.pipeline import Pipeline
 
+    if wave is not None and testbench is None:
+        raise click.UsageError("--wave needs --testbench: only a simulation leaves a waveform")
     try:
         files = [_source(p) for p in designs]
         top = top or _infer_top(files)
@@ -197,14 +224,60 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
         pipeline = Pipeline.build(current_host(), simulator=simulator, synth=synth,
                                   simulate=testbench is not None, extra=extras,
                                   timeout=timeout)
+        if wave is not None:
+            pipeline = _dumping_waves(pipeline, simulator, timeout)
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
     report = pipeline.validate(task, candidate)
+    summary = report.to_summary()
+    if wave is not None:
+        summary["wave"] = _write_wave(report, wave)
     if as_json:
-        click.echo(json.dumps(report.to_summary()))
+        click.echo(json.dumps(summary))
     else:
         _print_report(report)
+        if wave is not None:
+            _print_wave(summary["wave"])
     sys.exit(_exit_code(report.verdict))
+
+
+def _dumping_waves(pipeline: Pipeline, simulator: str, timeout: float) -> Pipeline:
+    """The same pipeline with its simulation stage dumping a waveform (``wave=True``)."""
+    import dataclasses
+
+    from rtlforge.validate.pipeline import Pipeline
+
+    stages = []
+    found = False
+    for v in pipeline.validators:
+        if v.stage == "simulate" and dataclasses.is_dataclass(v) and any(
+                f.name == "wave" for f in dataclasses.fields(v)):
+            v, found = dataclasses.replace(v, wave=True), True
+        stages.append(v)
+    if not found:
+        raise ValueError(f"--wave works with --simulator icarus only for now, not {simulator!r}")
+    return Pipeline(stages, timeout=timeout)
+
+
+def _write_wave(report: ValidationReport, dest: Path) -> dict[str, Any] | None:
+    """Write the simulation's ``wave.vcd`` to ``dest``; None when the run left none (it stopped
+    before simulating)."""
+    for stage in report.stages:
+        for f in stage.files:
+            if f.name == "wave.vcd":
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(f.content, encoding="utf-8")
+                return {"path": str(dest), "bytes": len(f.content),
+                        "truncated": bool(stage.metrics.get("wave_truncated"))}
+    return None
+
+
+def _print_wave(wave: dict[str, Any] | None) -> None:
+    if wave is None:
+        click.secho("no waveform: the design did not reach simulation", fg="yellow", err=True)
+        return
+    cut = " (truncated at the size cap)" if wave["truncated"] else ""
+    click.echo(f"waveform: {wave['path']} ({wave['bytes']} bytes){cut}")
 
 
 @cli.command()

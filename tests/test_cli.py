@@ -193,3 +193,38 @@ def test_simulator_is_any_registered_toolchain_and_unknown_ones_are_usage_errors
     code, out = _invoke("validate", _write(tmp_path, "and2.v", GOOD), "--simulator", "nosuch")
     assert code == 2
     assert "simulator must be one of ['icarus', 'verilator'], not 'nosuch'" in out
+
+
+FEEDBACK_FIXTURES = ROOT / "tests" / "fixtures" / "feedback"
+
+
+@pytest.mark.tools
+def test_validate_wave_writes_the_testbench_signals_and_the_checks(tmp_path: Path) -> None:
+    wave = tmp_path / "out" / "run.vcd"
+    code, out = _invoke("validate", str(FEEDBACK_FIXTURES / "ve_wrong.sv"), "--testbench",
+                        str(FEEDBACK_FIXTURES / "ve_tb.sv"), "--wave", str(wave), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "fail"
+    text = wave.read_text()
+    assert data["wave"] == {"path": str(wave), "bytes": len(text), "truncated": False}
+    assert "$scope module tb $end" in text
+    assert all(f" {name} " in text for name in ("a", "b", "y_ref", "y_dut", "clk"))
+    (check,) = data["feedback"][0]["mismatches"]
+    assert (check["signal"], check["time"], check["expected"], check["observed"]) == (
+        "y", "40 ps", "4'b0001", "4'b0111")
+
+    code, out = _invoke("validate", str(FEEDBACK_FIXTURES / "ve_wrong.sv"), "--testbench",
+                        str(FEEDBACK_FIXTURES / "ve_tb.sv"), "--wave", str(wave))
+    assert code == 1
+    assert "y at 40 ps: expected 4'b0001, observed 4'b0111 [8 mismatches]" in out
+    assert f"waveform: {wave}" in out
+
+
+def test_validate_wave_usage_errors(tmp_path: Path) -> None:
+    design = _write(tmp_path, "and2.v", GOOD)
+    code, out = _invoke("validate", design, "--wave", str(tmp_path / "w.vcd"))
+    assert code == 2 and "--testbench" in out
+    code, out = _invoke("validate", design, "--testbench", _write(tmp_path, "tb.v", TB),
+                        "--simulator", "verilator", "--wave", str(tmp_path / "w.vcd"))
+    assert code == 2 and "icarus only" in out
+    assert not (tmp_path / "w.vcd").exists()

@@ -153,6 +153,24 @@ class Candidate(_Frozen):
         ).hexdigest()
 
 
+class Mismatch(_Frozen):
+    """One failing check a testbench reported, as structured as its printout allows.
+
+    Values are kept as printed (``"4'b1010"``, ``"12"``); ``time`` carries its unit when the
+    testbench's timescale says it, ``cycle`` is a vector, cycle or test index, and ``count`` how
+    many times this signal failed, when the testbench counts. ``raw`` is the line itself.
+    """
+
+    signal: str | None = None
+    time: str | None = None
+    cycle: int | None = None
+    expected: str | None = None
+    observed: str | None = None
+    inputs: dict[str, str] = Field(default_factory=dict)
+    count: int | None = None
+    raw: str = ""
+
+
 class Feedback(_Frozen):
     """One structured finding, meant for refinement agents as much as for people."""
 
@@ -164,6 +182,7 @@ class Feedback(_Frozen):
     hint: str | None = None
     stage: str | None = None
     severity: Literal["error", "warning", "info"] = "error"
+    mismatches: tuple[Mismatch, ...] = ()  # the first failing checks of a wrong design
 
 
 class ToolInfo(_Frozen):
@@ -243,6 +262,8 @@ class StageResult(_Frozen):
     tools: tuple[ToolInfo, ...] = ()
     log: str = ""  # truncated tool output, for humans
     metrics: dict[str, Any] = Field(default_factory=dict)  # e.g. cell count, latches
+    #: Files a stage leaves for the user when asked (``wave.vcd`` of ``iverilog-sim(wave=True)``).
+    files: tuple[SourceFile, ...] = ()
 
 
 class ValidationReport(_Frozen):
@@ -297,6 +318,7 @@ class ValidationReport(_Frozen):
                     "hint": f.hint,
                     "stage": f.stage,
                     "severity": f.severity,
+                    "mismatches": [m.model_dump() for m in f.mismatches],
                 }
                 for f in self.feedback
             ],

@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from rtlforge.core.interfaces import ValidationContext
-from rtlforge.core.models import Feedback, StageResult, ToolInfo, Verdict
+from rtlforge.core.models import Feedback, SourceFile, StageResult, ToolInfo, Verdict
 from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
+from rtlforge.eda.mismatches import fill_from_dump, timescale_unit
 from rtlforge.eda.modules import top_modules
 from rtlforge.eda.tools import ICARUS
 from rtlforge.eda.verdicts import end_marker, judge, marker
@@ -29,6 +31,10 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 #: Module names that read as a testbench, used when several modules could be the top.
 _TB_NAME = re.compile(r"(^tb|tb$|_tb_|test|bench)", re.IGNORECASE)
 _ROOT_MISSING = re.compile(r'Unable to find the root module "?([^"\s]+)"?', re.IGNORECASE)
+#: ``$dumpfile("wave.vcd")`` in a testbench: a dump the testbench itself writes.
+_TB_DUMPFILE = re.compile(r'\$dumpfile\s*\(\s*"([A-Za-z0-9_.-]+)"\s*\)')
+#: How much of a testbench's own dump is read for the values at a failing check.
+DUMP_READ_LIMIT = 8 * 1024 * 1024
 
 
 def compiled_sources(names: Iterable[str]) -> list[str]:
@@ -112,17 +118,70 @@ def flood_feedback(what: str, run: ToolRun, *, stage: str) -> Feedback:
         files={})
 
 
+def testbench_time_unit(ctx: ValidationContext) -> str | None:
+    """The unit of the testbench's first `` `timescale`` (what its bare ``$time`` prints)."""
+    for f in ctx.task.testbench:
+        if f.name.lower().endswith(COMPILED_SUFFIXES) and (unit := timescale_unit(f.content)):
+            return unit
+    return None
+
+
+def read_dump(workdir: Path, name: str, limit: int) -> tuple[str, bool] | None:
+    """The first ``limit`` bytes of a dump in the run directory (whole lines), and whether it
+    was longer; None when there is none. Only names our side chose are ever read."""
+    path = workdir / name
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError:
+        return None
+    longer = len(data) > limit
+    if longer:
+        data = data[:data.rfind(b"\n", 0, limit) + 1]
+    return data.decode("utf-8", errors="replace"), longer
+
+
+def testbench_dump(ctx: ValidationContext) -> str | None:
+    """The dump the testbench itself wrote (VerilogEval's ``wave.vcd``), if it wrote one.
+
+    The name comes from the task's testbench text, never from the design (which the gate does
+    not let dump or write files).
+    """
+    for f in ctx.task.testbench:
+        found = _TB_DUMPFILE.search(f.content)
+        if found and not found[1].startswith("."):
+            dump = read_dump(Path(ctx.workdir), found[1], DUMP_READ_LIMIT)
+            return dump[0] if dump else None
+    return None
+
+
 def simulation_verdict(
     run: ToolRun, ctx: ValidationContext, *, stage: str, files: Mapping[str, str], what: str,
+    dump: str | None = None,
 ) -> tuple[Verdict, list[Feedback]]:
-    """Verdict of one simulator run: timeout and flood first, then the testbench's own words."""
+    """Verdict of one simulator run: timeout and flood first, then the testbench's own words.
+
+    A failure's feedback carries the first failing checks; ``dump`` (a VCD of the run, else the
+    testbench's own, if any) supplies the values where the testbench prints none.
+    """
     if run.timed_out:
         return Verdict.TIMEOUT, [timeout_feedback(what, ctx.timeout, stage=stage)]
     if run.output_overflow:
         return Verdict.FAIL, [flood_feedback(what, run, stage=stage)]
+    unit = testbench_time_unit(ctx)
     judgement = judge(run.output, ctx.task.pass_rule, nonce=ctx.options.get("nonce"),
-                      stage=stage, files=files)
+                      stage=stage, files=files, time_unit=unit,
+                      outputs=[p.name for p in ctx.task.ports if p.direction == "output"])
     feedback = list(judgement.feedback)
+    if any(fb.mismatches for fb in feedback):
+        dump = dump if dump is not None else testbench_dump(ctx)
+        if dump is not None:
+            top = infer_testbench_top(ctx)
+            feedback = [fb.model_copy(update={"mismatches": fill_from_dump(
+                fb.mismatches, dump, time_unit=unit, scope=top)}) if fb.mismatches else fb
+                for fb in feedback]
     if judgement.verdict is not Verdict.PASS and run.signal is not None:
         feedback.append(make_feedback(
             "other", f"{what} was killed by signal {run.signal} (a resource limit or a crash)",
@@ -192,13 +251,42 @@ def icarus_flags(warnings: Sequence[str]) -> list[str]:
 
 #: The compiled simulation; a dot-name, so no candidate file can collide with it.
 SIM_IMAGE = ".rtlforge-sim.vvp"
+#: The harness module that dumps a run's waves when asked, and where it dumps them: both ours,
+#: so the design chooses neither (the gate does not let a design dump or open files at all).
+WAVE_MODULE = "rtlforge_wave_dump"
+WAVE_FILE = ".rtlforge-wave.vcd"
 
 
-def icarus_build(ctx: ValidationContext, iverilog: str, warnings: Sequence[str]) -> ToolRun:
-    """Compile testbench + design once per validation: lint and simulation share the build."""
+def wave_harness(ctx: ValidationContext, limit_bytes: int) -> SourceFile:
+    """Put the dump module into the run directory (as a trusted file) and return it.
+
+    ``$dumpvars(0, <testbench top>)`` records every signal of the testbench and the design
+    under it; ``$dumplimit`` stops the dump (not the run) at ``limit_bytes``. It is elaborated
+    as the first root, so its ``$dumpfile`` opens before a testbench's own.
+    """
     top = infer_testbench_top(ctx)
-    argv = (iverilog, *icarus_flags(warnings), *(["-s", top] if top else []), "-o", SIM_IMAGE,
-            *task_sources(ctx), *compiled_sources(ctx.design_files))
+    taken = set(ctx.design_files) | {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
+    name = next(n for i in range(len(taken) + 1)
+                if (n := f"{WAVE_MODULE}{i or ''}.v") not in taken)
+    text = (f"module {WAVE_MODULE};\n  initial begin\n    $dumpfile(\"{WAVE_FILE}\");\n"
+            f"    $dumplimit({int(limit_bytes)});\n    $dumpvars{f'(0, {top})' if top else ''};\n"
+            "  end\nendmodule\n")
+    harness = SourceFile(name=name, content=text)
+    ctx.runner.put(ctx.workdir, [harness], role="trusted")
+    return harness
+
+
+def icarus_build(ctx: ValidationContext, iverilog: str, warnings: Sequence[str],
+                 harness: SourceFile | None = None) -> ToolRun:
+    """Compile testbench + design once per validation: lint and simulation share the build.
+
+    ``harness`` (from :func:`wave_harness`) is compiled in as an extra root, first.
+    """
+    top = infer_testbench_top(ctx)
+    roots = [*([WAVE_MODULE] if harness and top else []), *([top] if top else [])]
+    extra = [harness.name] if harness else []
+    argv = (iverilog, *icarus_flags(warnings), *(a for r in roots for a in ("-s", r)),
+            "-o", SIM_IMAGE, *task_sources(ctx), *compiled_sources(ctx.design_files), *extra)
     key = ("iverilog-build", argv)
     run = ctx.artifacts.get(key)
     if run is None:

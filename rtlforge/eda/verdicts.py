@@ -22,12 +22,13 @@ from __future__ import annotations
 import functools
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from rtlforge.core.models import Feedback, PassRule, Verdict
 from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
+from rtlforge.eda.mismatches import failing_checks
 
 _NO_FILES: Mapping[str, str] = MappingProxyType({})
 _NONCE_OK = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
@@ -202,21 +203,36 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+@dataclass(frozen=True)
+class _Checks:
+    """How to read failing checks out of the failing lines (see rtlforge.eda.mismatches)."""
+
+    time_unit: str | None = None
+    outputs: Collection[str] = ()
+
+
 def _fail(reason: str, lines: list[str], stage: str, files: Mapping[str, str],
-          category: str = "sim_mismatch") -> Judgement:
+          category: str = "sim_mismatch", checks: _Checks | None = None) -> Judgement:
     shown = [line.strip() for line in lines[:MAX_REPORTED_LINES]]
     message = reason + (":\n" + "\n".join(shown) if shown else "")
-    return Judgement(Verdict.FAIL, reason,
-                     (make_feedback(category, message, stage=stage, files=files),))
+    feedback = make_feedback(category, message, stage=stage, files=files)
+    if checks is not None:
+        found = failing_checks(lines, time_unit=checks.time_unit, outputs=checks.outputs)
+        feedback = feedback.model_copy(update={"mismatches": found})
+    return Judgement(Verdict.FAIL, reason, (feedback,))
 
 
 def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simulate",
-          files: Mapping[str, str] = _NO_FILES) -> Judgement:
+          files: Mapping[str, str] = _NO_FILES, time_unit: str | None = None,
+          outputs: Collection[str] = ()) -> Judgement:
     """Decide PASS/FAIL/ERROR from simulator output under ``rule``.
 
     With a nonce only marker-prefixed lines count, so the design's own prints are ignored.
-    Anything ambiguous fails: conflicting signals, or no recognisable verdict at all.
+    Anything ambiguous fails: conflicting signals, or no recognisable verdict at all. A
+    failure's feedback carries the first failing checks the testbench's lines describe
+    (``time_unit``: the testbench's timescale unit; ``outputs``: the design's output names).
     """
+    checks = _Checks(time_unit, tuple(outputs))
     all_lines = output.splitlines()
     tag = marker(nonce) if nonce is not None else None
     sorry = [line for line in all_lines
@@ -235,7 +251,8 @@ def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simul
             fail_re = _compiled(rule.fail_regex)
             failing = [line for line in lines if fail_re.search(line)]
             if failing:
-                return _fail("the testbench reported a failure", failing, stage, files)
+                return _fail("the testbench reported a failure", failing, stage, files,
+                             checks=checks)
         pass_re = _compiled(rule.pass_regex)
         if any(pass_re.search(line) for line in lines):
             return Judgement(Verdict.PASS, "the testbench reported a pass")
@@ -252,7 +269,7 @@ def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simul
     if failing:
         reason = ("conflicting verdicts: the testbench reported both pass and failure" if passes
                   else "the testbench reported a failure")
-        return _fail(reason, failing, stage, files)
+        return _fail(reason, failing, stage, files, checks=checks)
     if passes:
         return Judgement(Verdict.PASS, "the testbench reported a pass")
     return _fail("the testbench printed no recognisable verdict", lines[-MAX_REPORTED_LINES:],

@@ -20,12 +20,13 @@ from typing import Any, ClassVar
 
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import StageResult, ToolSpec, Verdict
+from rtlforge.core.models import SourceFile, StageResult, ToolSpec, Verdict
 from rtlforge.eda.feedback import make_feedback
 from rtlforge.eda.modules import scan_modules
 from rtlforge.eda.stages import (
     MAX_COMPILE_WARNINGS,
     SIM_IMAGE,
+    WAVE_FILE,
     attribute_to_task,
     bad_identifier,
     clip_log,
@@ -34,10 +35,12 @@ from rtlforge.eda.stages import (
     icarus_compile_verdict,
     icarus_flags,
     lint_result,
+    read_dump,
     scrub,
     simulation_verdict,
     source_texts,
     tools_of,
+    wave_harness,
 )
 from rtlforge.eda.tools import ICARUS, VVP
 
@@ -97,7 +100,15 @@ class IverilogLint(Validator):
 
 @dataclass(frozen=True)
 class IverilogSim(Validator):
-    """Compile testbench + design with Icarus, run ``vvp`` and read the testbench's verdict."""
+    """Compile testbench + design with Icarus, run ``vvp`` and read the testbench's verdict.
+
+    ``wave=True`` also dumps the whole testbench (and the design under it) to a VCD, written by
+    a harness module of ours inside the run directory, and returns it as the stage's file
+    ``wave.vcd``; the dump stops at ``wave_limit_mb`` (the run goes on), and a cut dump ends with
+    a ``$comment`` saying so and sets ``metrics["wave_truncated"]``. Off by default: dumping
+    slows a simulation down. The dump also gives the values at a failing check where the
+    testbench prints none (VerilogEval's).
+    """
 
     name: ClassVar[str] = "iverilog-sim"
     stage: ClassVar[str] = "simulate"
@@ -110,6 +121,8 @@ class IverilogSim(Validator):
     strict_sorry: bool = False
     iverilog: str = "iverilog"
     vvp: str = "vvp"
+    wave: bool = False
+    wave_limit_mb: float = 16.0
 
     def tool_names(self) -> Sequence[str]:
         return (self.iverilog, self.vvp)
@@ -118,7 +131,9 @@ class IverilogSim(Validator):
         start = time.perf_counter()
         files = source_texts(ctx)
         task_files = {f.name for f in (*ctx.task.testbench, *ctx.task.support)}
-        build = icarus_build(ctx, self.iverilog, self.warnings)
+        limit = max(1024, int(self.wave_limit_mb * 1024 * 1024))
+        harness = wave_harness(ctx, limit) if self.wave else None
+        build = icarus_build(ctx, self.iverilog, self.warnings, harness)
         verdict, compile_feedback = icarus_compile_verdict(
             build, stage=self.name, files=files, strict_sorry=self.strict_sorry,
             timeout=ctx.timeout)
@@ -133,13 +148,22 @@ class IverilogSim(Validator):
         sim = ctx.runner.run([self.vvp, "-n", SIM_IMAGE], cwd=ctx.workdir,
                              timeout=ctx.timeout, tool=VVP)
         metrics["sim_s"] = round(sim.seconds, 4)
+        wave = read_dump(ctx.workdir, WAVE_FILE, limit) if harness else None
         verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,
-                                               what="the simulation (vvp)")
+                                               what="the simulation (vvp)",
+                                               dump=wave[0] if wave else None)
         warnings = [f for f in compile_feedback if f.severity == "warning"]
+        left: tuple[SourceFile, ...] = ()
+        if wave is not None:
+            text, cut = wave
+            if cut:
+                text += f"$comment rtlforge: dump truncated at {limit} bytes (wave_limit_mb) $end\n"
+            left = (SourceFile(name="wave.vcd", content=text),)
+            metrics.update(wave_bytes=len(text), wave_truncated=cut)
         return StageResult(
             name=self.name, verdict=verdict, seconds=time.perf_counter() - start,
             feedback=(*feedback, *warnings[:MAX_COMPILE_WARNINGS]), tools=tools_of(build, sim),
-            log=scrub(sim.output, ctx), metrics=metrics,
+            log=scrub(sim.output, ctx), metrics=metrics, files=left,
         )
 
 
