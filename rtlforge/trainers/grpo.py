@@ -710,8 +710,13 @@ class GRPOTrainer(Trainer):
         finally:
             self._writer.close()
         self.save(self.out / "final")
-        return {"steps": self.step, "generations": self.generation, "rows": len(self._rows()),
-                "history_mix": self.history_mix, "metrics": self.last, "out_dir": str(self.out)}
+        summary = {"steps": self.step, "generations": self.generation, "rows": len(self._rows()),
+                   "history_mix": self.history_mix, "metrics": self.last,
+                   "out_dir": str(self.out)}
+        # the run's record of what it trained on (the history mix), next to metrics.jsonl
+        (self.out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                                     encoding="utf-8")
+        return summary
 
     def _start_generation(self) -> None:
         """Record and log the history-length mix of the dataset this generation trains on.

@@ -423,6 +423,8 @@ def test_history_mix_recorded_per_generation(tmp_path: Path,
     assert [x["prompts_with_history"] for x in lines] == [sum(e[1:]) for e in expected]
     assert [m["history_lengths"] for m in summary["history_mix"]] == expected
     assert [m["generation"] for m in summary["history_mix"]] == [0, 1, 2]
+    saved = json.loads((tmp_path / "train_summary.json").read_text(encoding="utf-8"))
+    assert saved["history_mix"] == summary["history_mix"]
     logged = [r.getMessage() for r in caplog.records if "generation_start" in r.getMessage()]
     assert len(logged) == 3
     for g, (msg, e) in enumerate(zip(logged, expected, strict=True)):
