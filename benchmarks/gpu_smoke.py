@@ -117,6 +117,9 @@ def run_grpo(out: Path, steps: int, *, vllm: bool) -> dict[str, Any]:
         "tasks": str(ROOT / "examples" / "tasks"), "choice": CHOICE,
         "num_generations": 8, "prompts_per_step": 2, "repeat": 2, "max_completion_length": 1,
         "learning_rate": 3e-3, "beta": 0.04, "bf16": True,
+        # sequential as the preset wants: one step per generation, so the history prompts and
+        # the reconstruction between generations run on the GPU too (one step: no history)
+        **({"generations": min(steps, 5)} if steps >= 2 else {"sequential": False}),
         "use_vllm": vllm, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.2,
     })
     trainer = GRPOTrainer(cfg)
@@ -136,6 +139,7 @@ def run_grpo(out: Path, steps: int, *, vllm: bool) -> dict[str, Any]:
         raise SmokeFailure(f"expected {steps} metrics lines with a reward_mean, got {rewards}")
     return {"step_seconds": timer.times, "reward_mean": rewards,
             "loss": [r.get("loss") for r in records],
+            "prompts_with_history": [r.get("prompts_with_history") for r in records],
             "max_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)}
 
 

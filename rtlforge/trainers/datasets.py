@@ -40,6 +40,7 @@ __all__ = [
     "best_per_group",
     "group_hvc",
     "history_key",
+    "history_length_mix",
     "initial_rows",
     "make_row",
     "negative_tradeoff_tasks",
@@ -93,6 +94,22 @@ def initial_rows(tasks: Iterable[Task], template: PromptTemplate | str = "pareto
     tmpl = load_template(template)
     rows = [make_row(t, [], tmpl, conversational=conversational) for t in tasks]
     return [dict(r) for _ in range(repeat) for r in rows]
+
+
+def history_length_mix(rows: Iterable[Mapping[str, Any]],
+                       max_history: int = MAX_HISTORY) -> list[int]:
+    """How many rows have 0, 1, ..., ``max_history - 1`` circuits of history (index = length).
+
+    Reconstruction never keeps a row whose history reaches ``max_history``, so the list covers
+    every length a dataset can hold (it grows if a row is longer, e.g. a pool saved under a
+    larger ``max_history``); it is what shows whether a run is sequential at all.
+    """
+    counts = [0] * max_history
+    for row in rows:
+        length = int(row.get("history_len", 0))
+        counts.extend([0] * (length + 1 - len(counts)))
+        counts[length] += 1
+    return counts
 
 
 # --------------------------------------------------------------------------------------------

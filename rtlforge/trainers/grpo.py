@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
@@ -64,49 +64,82 @@ from rtlforge.trainers.datasets import (
     PER_LENGTH_CAP,
     Rollout,
     history_key,
+    history_length_mix,
     initial_rows,
     reconstruct,
 )
 
 log = get_logger("rtlforge.trainers.grpo")
 
-__all__ = ["PRESETS", "ChoiceSpec", "GRPOConfig", "GRPOTrainer", "Preset", "RolloutReward",
-           "group_stats"]
+__all__ = ["PRESETS", "SEQUENTIAL_GENERATIONS", "ChoiceSpec", "GRPOConfig", "GRPOTrainer",
+           "Preset", "RolloutReward", "group_stats"]
 
-Baseline = Literal["single-objective-ppa", "seq-tb", "seq-tb-ppa", "seq-hvc", "repetition-penalty"]
+Baseline = Literal["single-objective-ppa", "seq-tb", "seq-tb-ppa", "seq-hvc", "repetition-penalty",
+                   "paper"]
+
+#: Generations a sequential preset runs when ``generations`` is not set: with ``max_history`` 5
+#: the last one trains on histories of up to 4 circuits, which the paper's method needs (§4.2).
+SEQUENTIAL_GENERATIONS = MAX_HISTORY
 
 
 class Preset(BaseModel):
-    """What a paper baseline fixes: the reward and whether prompts show the circuit history."""
+    """What a paper baseline fixes: the reward, the prompts, and whether they show a history.
+
+    ``generations`` is the default number of generations (a sequential preset needs at least
+    two, or no prompt ever shows a circuit); ``settings`` are further config defaults the preset
+    decides. A field the config sets explicitly wins over both.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     reward: str
     template: str
     sequential: bool
+    generations: int = Field(ge=1)
     reward_kwargs: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
     doc: str = ""
 
 
 #: The paper's methods as configurations of one trainer (docs/training.md, "GRPO").
 PRESETS: dict[str, Preset] = {
     "single-objective-ppa": Preset(
-        reward="testbench+ppa", template="spec", sequential=False,
+        reward="testbench+ppa", template="spec", sequential=False, generations=1,
         doc="plain spec prompts, reward 1[pass] + (Pg/P)(Ag/A)(Dg/D): one scalar PPA target"),
     "seq-tb": Preset(
         reward="testbench", template="pareto", sequential=True,
+        generations=SEQUENTIAL_GENERATIONS,
         doc="sequential prompts with history, reward 1[pass] only"),
     "seq-tb-ppa": Preset(
         reward="testbench+ppa", template="pareto", sequential=True,
+        generations=SEQUENTIAL_GENERATIONS,
         doc="sequential prompts, reward 1[pass] + scalarised PPA"),
     "seq-hvc": Preset(
         reward="sequential-hvc", template="pareto", sequential=True,
-        doc="the paper's method: sequential prompts, reward 1[pass] + clip(HVC | history, 0, 3)"),
+        generations=SEQUENTIAL_GENERATIONS,
+        doc="the paper's method with our prompts: sequential prompts, reward "
+            "1[pass] + clip(HVC | history, 0, 3)"),
     "repetition-penalty": Preset(
         reward="repetition-penalty", template="pareto", sequential=True,
-        reward_kwargs={"penalty": 1.0},
+        generations=SEQUENTIAL_GENERATIONS, reward_kwargs={"penalty": 1.0},
         doc="ablation: TB + scalarised PPA - λ when the circuit repeats its history"),
+    "paper": Preset(
+        reward="sequential-hvc", template="paper", sequential=True, generations=5,
+        reward_kwargs={"hvc_cap": 3.0},
+        settings={"max_history": 5, "per_length_cap": 1000, "loss_type": "grpo",
+                  "scale_rewards": "group"},
+        doc="the paper's method as published (docs/training.md, 'The paper preset'): "
+            "seq-hvc with the paper's Appendix C prompts, 5 generations, histories up to 4"),
 }
+
+DEFAULT_BASELINE = "seq-hvc"
+
+
+def _default_generations(preset: Preset, sequential: bool | None) -> int:
+    """The preset's generations, or what ``sequential`` needs when it overrides the preset."""
+    if sequential is None or sequential is preset.sequential:
+        return preset.generations
+    return SEQUENTIAL_GENERATIONS if sequential else 1
 
 
 class ChoiceSpec(BaseModel):
@@ -156,7 +189,8 @@ class GRPOConfig(TrainerConfig):
     """
 
     trainer: Literal["grpo"] = "grpo"
-    baseline: Baseline = "seq-hvc"
+    baseline: Baseline = DEFAULT_BASELINE
+    sequential: StrictBool | None = None  # overrides the preset's; None: the preset's
     reward: str | None = None  # overrides the preset's reward
     reward_kwargs: dict[str, Any] = Field(default_factory=dict)
     template: str | None = None  # overrides the preset's template
@@ -179,7 +213,7 @@ class GRPOConfig(TrainerConfig):
     num_iterations: int = Field(1, ge=1)  # μ: policy updates per batch of samples
     loss_type: Literal["grpo", "dapo", "bnpo", "dr_grpo"] = "grpo"
     scale_rewards: Literal["group", "batch", "none"] = "group"
-    # generation-based training (paper §4.2)
+    # generation-based training (paper §4.2); unset: the preset's (``_preset_defaults``)
     generations: int = Field(1, ge=1)
     max_history: int = Field(MAX_HISTORY, ge=1)
     per_length_cap: int = Field(PER_LENGTH_CAP, ge=1)
@@ -196,6 +230,11 @@ class GRPOConfig(TrainerConfig):
         return PRESETS[self.baseline]
 
     @property
+    def is_sequential(self) -> bool:
+        """Whether prompts carry a circuit history: ``sequential`` if set, else the preset's."""
+        return self.preset.sequential if self.sequential is None else self.sequential
+
+    @property
     def reward_name(self) -> str:
         return self.reward or self.preset.reward
 
@@ -203,13 +242,51 @@ class GRPOConfig(TrainerConfig):
     def template_name(self) -> str:
         return self.template or self.preset.template
 
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_defaults(cls, data: Any) -> Any:
+        """Fill what the preset decides and the config leaves unset (or null).
+
+        ``generations`` defaults to the preset's; with ``sequential`` overriding the preset's
+        nature it defaults to what that nature needs (1 without history, else
+        :data:`SEQUENTIAL_GENERATIONS`).
+        """
+        if not isinstance(data, Mapping):
+            return data
+        name = data.get("baseline")
+        preset = PRESETS.get(name if isinstance(name, str) else DEFAULT_BASELINE)
+        if preset is None:
+            return data  # an unknown baseline: the field's own validation names it
+        sequential = data.get("sequential")
+        defaults = {**preset.settings, "generations": _default_generations(
+            preset, sequential if isinstance(sequential, bool) else None)}
+        return {**data, **{k: v for k, v in defaults.items() if data.get(k) is None}}
+
     @model_validator(mode="after")
     def _consistent(self) -> GRPOConfig:
-        if self.generations > 1 and not PRESETS[self.baseline].sequential:
-            raise ValueError(f"baseline {self.baseline!r} has no circuit history: "
-                             "generations must be 1")
-        if self.steps < self.generations:
-            raise ValueError("steps must be at least generations (one step per generation)")
+        name, n = self.baseline, self.generations
+        overridden = self.sequential is not None and self.sequential is not self.preset.sequential
+        how = f" (sequential: {str(self.sequential).lower()})" if overridden else ""
+        if n > 1 and not self.is_sequential:
+            raise ValueError(f"baseline {name!r}{how} has no circuit history: generations must "
+                             f"be 1, got {n}")
+        if n < 2 and self.is_sequential:
+            raise ValueError(
+                f"baseline {name!r} is sequential: generations must be at least 2, got {n}. One "
+                "generation never reconstructs a history, so every prompt would have an empty "
+                "one (HVC over an empty history is the scalar PPA product); the paper's method "
+                f"runs {SEQUENTIAL_GENERATIONS} generations (histories up to "
+                f"{SEQUENTIAL_GENERATIONS - 1}). Leave generations unset for "
+                f"{SEQUENTIAL_GENERATIONS}, or set 'sequential: false' to train this preset's "
+                "reward on history-free prompts in one generation")
+        if self.steps < n:
+            default = n == _default_generations(self.preset, self.sequential)
+            source = f", the {name!r} preset's default{how}" if default else ""
+            raise ValueError(
+                f"steps ({self.steps}) must be at least generations ({n}{source}): every "
+                "generation trains at least one optimizer step. Raise steps"
+                + (", or set generations (2 or more for a sequential preset)"
+                   if self.is_sequential else ""))
         return self
 
 
@@ -438,6 +515,8 @@ class GRPOTrainer(Trainer):
         self._pending_optim: Any = None
         self._offset = 0
         self.timings: dict[str, float] = {}
+        #: per generation: its dataset's history-length mix (:meth:`_start_generation`)
+        self.history_mix: list[dict[str, Any]] = []
 
     @property
     def checkpoint_root(self) -> Path:
@@ -605,6 +684,7 @@ class GRPOTrainer(Trainer):
         reward = self.reward_function()
         try:
             while self.generation < cfg.generations:
+                self._start_generation()
                 start = sum(self._steps_for(g) for g in range(self.generation))
                 total = self._steps_for(self.generation)
                 done = self.step - start
@@ -626,15 +706,33 @@ class GRPOTrainer(Trainer):
                         self.original or [], self._rows(), list(reward.rollouts), self.tasks(),
                         cfg.template_name, generation=self.generation,
                         max_history=cfg.max_history, per_length_cap=cfg.per_length_cap)
-                    lengths = [r["history_len"] for r in self.rows]
-                    log.info("generation_done", generation=self.generation, rows=len(self.rows),
-                             by_length={k: lengths.count(k) for k in sorted(set(lengths))})
                 self.generation += 1
         finally:
             self._writer.close()
         self.save(self.out / "final")
-        return {"steps": self.step, "generations": self.generation, "rows": len(self._rows()),
-                "metrics": self.last, "out_dir": str(self.out)}
+        summary = {"steps": self.step, "generations": self.generation, "rows": len(self._rows()),
+                   "history_mix": self.history_mix, "metrics": self.last,
+                   "out_dir": str(self.out)}
+        # the run's record of what it trained on (the history mix), next to metrics.jsonl
+        (self.out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                                     encoding="utf-8")
+        return summary
+
+    def _start_generation(self) -> None:
+        """Record and log the history-length mix of the dataset this generation trains on.
+
+        It is what shows a sequential run is sequential: the number of prompts with 0, 1, ...
+        circuits of history. It goes to the INFO log, to every metrics line of the generation
+        (``history_lengths``, ``prompts_with_history``) and to the summary (``history_mix``).
+        Recomputed on resume from the restored pool, so it is the same as uninterrupted.
+        """
+        counts = history_length_mix(self._rows(), self.config.max_history)
+        mix = {"generation": self.generation, "rows": sum(counts), "history_lengths": counts,
+               "prompts_with_history": sum(counts[1:])}
+        self.history_mix = [m for m in self.history_mix if m["generation"] < self.generation]
+        self.history_mix.append(mix)
+        log.info("generation_start", generation=self.generation, rows=mix["rows"],
+                 history_lengths=counts, prompts_with_history=mix["prompts_with_history"])
 
     def _hf_resume(self, path: Path, done: int) -> str | None:
         """Ready a mid-generation resume: TRL's reused sample batch; the path HF resumes from."""
@@ -695,7 +793,7 @@ class GRPOTrainer(Trainer):
                         scheduler=trainer.lr_scheduler, save_model=save_model,
                         state={"generation": self.generation, "rows": self._rows(),
                                "original": self.original, "rollouts": rollouts,
-                               "trainer": "grpo"})
+                               "history_mix": self.history_mix, "trainer": "grpo"})
 
     def resume(self, path: Path) -> None:
         """Restore a :meth:`save` checkpoint; the next :meth:`train` continues from its step.
@@ -718,6 +816,7 @@ class GRPOTrainer(Trainer):
         self.generation = int(state.state.get("generation", 0))
         self.rows = state.state.get("rows")
         self.original = state.state.get("original")
+        self.history_mix = list(state.state.get("history_mix") or [])
         self.reward_function().rollouts[:] = [
             _rollout_from_json(r) for r in state.state.get("rollouts") or []]
         model = self._trl.model
@@ -736,6 +835,10 @@ class GRPOTrainer(Trainer):
     def _record(self, global_step: int, logs: Mapping[str, Any]) -> None:
         self.step = self._offset + global_step
         record: dict[str, Any] = {"step": self.step, "generation": self.generation}
+        if self.history_mix:
+            mix = self.history_mix[-1]
+            record["history_lengths"] = list(mix["history_lengths"])
+            record["prompts_with_history"] = mix["prompts_with_history"]
         for key, name in _LOG_KEYS.items():
             value = logs.get(key)
             record[name] = value if value is None or not isinstance(value, float) or math.isfinite(

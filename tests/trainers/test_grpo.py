@@ -1,5 +1,9 @@
 """GRPO trainer: presets, dataset reconstruction, the r<0 filter, None exclusion, learning.
 
+Tests of the generation loop run a sequential preset with two or more generations; tests of
+something else (None exclusion, logging, learning, μ-reuse resume) train history-free prompts in
+one generation (``sequential: false``), so nothing but the point under test varies.
+
 The model-driven tests use the tiny offline model on the constrained "choice" task: the
 completion is one label (A-D) that :class:`RolloutReward` maps to one of four recorded
 ``seq_det_1011`` circuits (examples/explore/recorded.jsonl), which the real sequential-HVC
@@ -19,11 +23,13 @@ import pytest
 from rtlforge.core.interfaces import Reward
 from rtlforge.tasks.loader import load_tasks
 from rtlforge.testing import requires_tools
+from rtlforge.trainers.base import TrainerConfigError, parse_config
 from rtlforge.trainers.datasets import (
     Rollout,
     area_delay_correlation,
     best_per_group,
     history_key,
+    history_length_mix,
     initial_rows,
     make_row,
     negative_tradeoff_tasks,
@@ -40,7 +46,7 @@ CHOICE = {"task_id": "seq_det_1011", "recorded": str(RECORDED),
 
 def _config(tmp: Path, **over: Any) -> GRPOConfig:
     data: dict[str, Any] = {
-        "trainer": "grpo", "seed": 0, "out_dir": str(tmp), "steps": 2,
+        "trainer": "grpo", "seed": 0, "out_dir": str(tmp), "steps": 5,
         "model": {"build_tiny": {}}, "tasks": str(TASKS), "choice": CHOICE,
         "num_generations": 8, "max_completion_length": 1, "learning_rate": 3e-3, "beta": 0.0,
     }
@@ -56,19 +62,35 @@ def tasks() -> dict[str, Any]:
 # ------------------------------------------------------------------------------ presets
 
 
-@pytest.mark.parametrize(("baseline", "reward", "sequential"), [
-    ("single-objective-ppa", "testbench+ppa", False),
-    ("seq-tb", "testbench", True),
-    ("seq-tb-ppa", "testbench+ppa", True),
-    ("seq-hvc", "sequential-hvc", True),
-    ("repetition-penalty", "repetition-penalty", True),
+SEQUENTIAL = ["seq-tb", "seq-tb-ppa", "seq-hvc", "repetition-penalty", "paper"]
+
+
+# generations: the paper's method needs histories of up to 4 circuits, i.e. 5 generations
+@pytest.mark.parametrize(("baseline", "reward", "template", "sequential", "generations"), [
+    ("single-objective-ppa", "testbench+ppa", "spec", False, 1),
+    ("seq-tb", "testbench", "pareto", True, 5),
+    ("seq-tb-ppa", "testbench+ppa", "pareto", True, 5),
+    ("seq-hvc", "sequential-hvc", "pareto", True, 5),
+    ("repetition-penalty", "repetition-penalty", "pareto", True, 5),
+    ("paper", "sequential-hvc", "paper", True, 5),
 ])
-def test_presets(tmp_path: Path, baseline: str, reward: str, sequential: bool) -> None:
+def test_presets(tmp_path: Path, baseline: str, reward: str, template: str, sequential: bool,
+                 generations: int) -> None:
     cfg = _config(tmp_path, baseline=baseline, choice=None)
     assert cfg.reward_name == reward
-    assert cfg.preset.sequential is sequential
-    assert cfg.template_name == ("pareto" if sequential else "spec")
+    assert cfg.preset.sequential is sequential and cfg.is_sequential is sequential
+    assert cfg.template_name == template
+    assert cfg.generations == generations  # not set in the config: the preset's default
     assert PRESETS[baseline].doc
+
+
+def test_default_baseline_is_sequential_with_five_generations(tmp_path: Path) -> None:
+    data = {"trainer": "grpo", "steps": 5, "model": {"build_tiny": {}}, "tasks": str(TASKS)}
+    cfg = GRPOConfig.model_validate(data)
+    assert (cfg.baseline, cfg.generations, cfg.max_history) == ("seq-hvc", 5, 5)
+    # an explicit null is "unset", an explicit number wins
+    assert GRPOConfig.model_validate({**data, "generations": None}).generations == 5
+    assert GRPOConfig.model_validate({**data, "generations": 3}).generations == 3
 
 
 def test_preset_overrides_and_checks(tmp_path: Path) -> None:
@@ -78,6 +100,54 @@ def test_preset_overrides_and_checks(tmp_path: Path) -> None:
         _config(tmp_path, baseline="single-objective-ppa", generations=2, steps=4)
     with pytest.raises(ValueError):
         _config(tmp_path, bogus=1)
+
+
+@pytest.mark.parametrize("baseline", SEQUENTIAL)
+def test_sequential_preset_refuses_one_generation(tmp_path: Path, baseline: str) -> None:
+    with pytest.raises(ValueError, match=rf"baseline '{baseline}' is sequential: generations "
+                                         r"must be at least 2, got 1\..*sequential: false"):
+        _config(tmp_path, baseline=baseline, generations=1)
+    # the explicit override: history-free prompts, one generation, the preset's reward
+    flat = _config(tmp_path, baseline=baseline, sequential=False)
+    assert (flat.generations, flat.is_sequential) == (1, False)
+    assert flat.reward_name == PRESETS[baseline].reward
+    with pytest.raises(ValueError, match=r"\(sequential: false\) has no circuit history: "
+                                         "generations must be 1, got 2"):
+        _config(tmp_path, baseline=baseline, sequential=False, generations=2)
+
+
+def test_sequential_override_on_a_history_free_preset(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, baseline="single-objective-ppa", sequential=True)
+    assert (cfg.generations, cfg.is_sequential) == (5, True)
+    with pytest.raises(ValueError, match="is sequential: generations must be at least 2"):
+        _config(tmp_path, baseline="single-objective-ppa", sequential=True, generations=1)
+    with pytest.raises(ValueError, match="Input should be a valid boolean"):
+        _config(tmp_path, sequential="false")  # a string is not silently truthy
+
+
+def test_few_steps_without_generations_names_the_preset_default() -> None:
+    data = {"trainer": "grpo", "steps": 2, "model": {"build_tiny": {}}, "tasks": str(TASKS)}
+    with pytest.raises(TrainerConfigError) as err:
+        parse_config(data, origin="cfg.yaml")  # what `rtlforge train` reports (exit code 2)
+    msg = str(err.value)
+    assert "steps (2) must be at least generations (5, the 'seq-hvc' preset's default)" in msg
+    assert "Raise steps, or set generations" in msg
+    explicit = {**data, "generations": 3}
+    with pytest.raises(TrainerConfigError, match=r"steps \(2\) must be at least generations "
+                                                 r"\(3\): every generation"):
+        parse_config(explicit)
+    assert parse_config({**data, "generations": 2}).generations == 2  # type: ignore[attr-defined]
+
+
+def test_paper_preset_fixes_the_papers_choices(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, baseline="paper", choice=None)
+    preset = cfg.preset
+    assert (cfg.reward_name, cfg.template_name, cfg.generations) == ("sequential-hvc", "paper", 5)
+    assert preset.reward_kwargs == {"hvc_cap": 3.0}  # 1[pass] + clip(HVC, 0, 3)
+    assert (cfg.max_history, cfg.per_length_cap) == (5, 1000)  # histories up to 4; cap 1,000
+    assert (cfg.loss_type, cfg.scale_rewards) == ("grpo", "group")
+    # an explicit setting still wins (and is then no longer the paper's)
+    assert _config(tmp_path, baseline="paper", choice=None, max_history=4).max_history == 4
 
 
 def test_trl_args_map_paper_quantities(tmp_path: Path) -> None:
@@ -140,6 +210,13 @@ def test_best_per_group_keeps_highest_hvc() -> None:
     best = best_per_group(rolls)
     assert best[("t", history_key(hist))].code == _code(3)
     assert best[("t", history_key([]))].code == _code(6)
+
+
+def test_history_length_mix_counts_rows_by_history_length() -> None:
+    rows = [{"history_len": n} for n in (0, 0, 2, 1, 4, 2, 0)]
+    assert history_length_mix(rows) == [3, 1, 2, 0, 1]
+    assert history_length_mix([]) == [0, 0, 0, 0, 0]
+    assert history_length_mix(rows, max_history=3) == [3, 1, 2, 0, 1]  # grows, never drops
 
 
 def test_reconstruct_rules(tasks: dict[str, Any]) -> None:
@@ -239,7 +316,8 @@ def _trainer(tmp: Path, table: dict[str, float | None] | None = None, **over: An
 
 @pytest.mark.slow
 def test_none_rewards_excluded_from_advantages(tmp_path: Path) -> None:
-    trainer = _trainer(tmp_path, {"A": None, "B": None, "C": 0.0, "D": 2.0}, steps=1)
+    trainer = _trainer(tmp_path, {"A": None, "B": None, "C": 0.0, "D": 2.0}, steps=1,
+                       sequential=False)
     trainer.train()
     trl = trainer._trl
     rewards = list(trl._logs["rewards"]["sequential-hvc"])
@@ -261,8 +339,7 @@ def test_none_rewards_excluded_from_advantages(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_zero_signal_groups_logged(tmp_path: Path) -> None:
     trainer = _trainer(tmp_path, {"A": 1.0, "B": 1.0, "C": 1.0, "D": 1.0, "": 1.0},
-                       steps=2,
-                       prompts_per_step=2, repeat=2)
+                       steps=2, sequential=False, prompts_per_step=2, repeat=2)
     trainer.train()
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in lines] == [1, 2]
@@ -273,8 +350,11 @@ def test_zero_signal_groups_logged(tmp_path: Path) -> None:
 @pytest.mark.slow
 @requires_tools("iverilog", "yosys", "sta")
 def test_learns_to_pick_better_circuits(tmp_path: Path) -> None:
-    """Real HVC reward: Gray FSM 2.0, one-hot FSM 2.23, syntax error 0, shift register 1.73."""
-    trainer = _trainer(tmp_path, steps=12, prompts_per_step=2, repeat=2)
+    """Real HVC reward: Gray FSM 2.0, one-hot FSM 2.23, syntax error 0, shift register 1.73.
+
+    History-free prompts (``sequential: false``), so these rewards stay fixed while it learns.
+    """
+    trainer = _trainer(tmp_path, steps=12, prompts_per_step=2, repeat=2, sequential=False)
     summary = trainer.train()
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in lines] == list(range(1, 13)) and summary["steps"] == 12
@@ -301,6 +381,54 @@ def test_generations_rebuild_dataset_and_resume(tmp_path: Path) -> None:
     for (n, a), (_, b) in zip(trainer._trl.model.named_parameters(),
                               again._trl.model.named_parameters(), strict=True):
         assert torch.equal(a, b), n
+
+
+@pytest.mark.slow
+@requires_tools("iverilog", "yosys", "sta")
+def test_history_mix_recorded_per_generation(tmp_path: Path,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    """Three generations of one step with the real HVC reward: the mix each generation logs
+    and records is the count, by history length, of the rows TRL actually trained on."""
+    import logging
+    from collections import Counter
+
+    from rtlforge.trainers.base import read_metrics
+
+    trainer = _trainer(tmp_path, steps=3, generations=3)
+    trainer._setup()
+    trl = trainer._trl
+    seen: list[list[int]] = []  # each generation's dataset, as TRL gets it
+    inner = trl.train
+
+    def train(*args: Any, **kwargs: Any) -> Any:
+        seen.append(list(trl.train_dataset["history_len"]))
+        return inner(*args, **kwargs)
+
+    trl.train = train
+    with caplog.at_level(logging.INFO, logger="rtlforge.trainers.grpo"):
+        summary = trainer.train()
+    assert len(seen) == 3
+    expected = []
+    for lengths in seen:  # the oracle: count the dataset's rows by hand
+        counts = Counter(lengths)
+        expected.append([counts.get(k, 0) for k in range(5)])
+    # generation 0 is the history-free original; each later one gained the best circuit of a
+    # group, so the run is sequential: some prompts of generations 1 and 2 carry a history
+    assert expected[0] == [1, 0, 0, 0, 0]
+    assert all(sum(e[1:]) >= 1 for e in expected[1:])
+    assert sum(expected[2]) > sum(expected[1]) > sum(expected[0])
+    lines = read_metrics(tmp_path / "metrics.jsonl")
+    assert [x["generation"] for x in lines] == [0, 1, 2]
+    assert [x["history_lengths"] for x in lines] == expected
+    assert [x["prompts_with_history"] for x in lines] == [sum(e[1:]) for e in expected]
+    assert [m["history_lengths"] for m in summary["history_mix"]] == expected
+    assert [m["generation"] for m in summary["history_mix"]] == [0, 1, 2]
+    saved = json.loads((tmp_path / "train_summary.json").read_text(encoding="utf-8"))
+    assert saved["history_mix"] == summary["history_mix"]
+    logged = [r.getMessage() for r in caplog.records if "generation_start" in r.getMessage()]
+    assert len(logged) == 3
+    for g, (msg, e) in enumerate(zip(logged, expected, strict=True)):
+        assert f"generation={g}" in msg and f'history_lengths="{e}"' in msg, msg
 
 
 class _Killed(Exception):
@@ -350,6 +478,8 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     a, b = read_metrics(tmp_path / "full" / "metrics.jsonl"), read_metrics(out / "metrics.jsonl")
     assert [r["step"] for r in b] == list(range(1, 9))
     assert [r["generation"] for r in b] == [0] * 4 + [1] * 4
+    assert [r["history_lengths"] for r in b] == [r["history_lengths"] for r in a]
+    assert trainer.history_mix == full.history_mix and len(full.history_mix) == 2
     diffs: dict[str, float] = {}
     for ra, rb in zip(a, b, strict=True):
         for key in ("reward_mean", "loss", "grad_norm", "entropy", "hvc_mean", "pass_rate"):
@@ -377,7 +507,7 @@ def test_resume_between_reuses_of_a_sample_batch(tmp_path: Path) -> None:
     from rtlforge.trainers.base import read_metrics
 
     table: dict[str, float | None] = {"A": 0.0, "B": 1.0, "C": 2.0, "D": 0.5, "": 0.0}
-    over: dict[str, Any] = {"steps": 4, "num_iterations": 2, "beta": 0.04,
+    over: dict[str, Any] = {"steps": 4, "num_iterations": 2, "beta": 0.04, "sequential": False,
                             "model": {"build_tiny": {}, "lora": {"r": 4}},
                             "checkpoint": {"every": 1, "keep": 1}}
     full = _trainer(tmp_path / "full", table, **over)
@@ -398,6 +528,7 @@ def test_resume_between_reuses_of_a_sample_batch(tmp_path: Path) -> None:
             assert (out / "checkpoints" / "checkpoint-1" / "grpo_buffer.pt").is_file()
     a, b = read_metrics(tmp_path / "full" / "metrics.jsonl"), read_metrics(out / "metrics.jsonl")
     assert [r["step"] for r in b] == [1, 2, 3, 4]
+    assert all(r["history_lengths"] == [1, 0, 0, 0, 0] for r in b)
     for ra, rb in zip(a, b, strict=True):
         for key in ("reward_mean", "loss", "grad_norm", "kl", "clip_fraction"):
             if ra[key] is None:
