@@ -15,7 +15,7 @@ summary can tell a paper-protocol run from a custom one. See ``docs/explore.md``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -23,12 +23,15 @@ from pydantic import BaseModel, ConfigDict
 __all__ = [
     "PAPER",
     "PRESETS",
+    "UNCHECKED_IN_SAMPLES",
     "UNION_ITERATIONS",
     "UNION_TRIALS",
     "EvalProtocol",
     "MethodProtocol",
+    "layout_line",
     "preset",
     "protocol_record",
+    "sample_layout_record",
 ]
 
 #: Appendix E.5: the union of the first N trials, for these N, at these iterations.
@@ -113,3 +116,62 @@ def protocol_record(*, trials: int, iterations: int, checkpoints: tuple[int, ...
     if preset_name is not None:
         out["overridden"] = sorted(deviations)
     return out
+
+
+#: What samples scored by ``rtlforge eval`` do not record, so no run can be checked against.
+UNCHECKED_IN_SAMPLES: tuple[str, ...] = ("temperature", "history", "history_limit", "template")
+
+
+def sample_layout_record(labels: Iterable[tuple[str, str, int, int]],
+                         preset_name: str | None = None, *,
+                         reference: EvalProtocol = PAPER) -> dict[str, Any]:
+    """The protocol block of an eval summary: how scored samples are laid out against
+    ``reference``.
+
+    ``labels`` are ``(method, task, trial, iteration)`` per sample. Per method it observes the
+    trials (the fewest distinct trial ids any of its tasks has), the iterations present and the
+    most samples in one (task, trial, iteration); each that differs from the reference's
+    (``trials``, iterations ``1..iterations``, ``samples``) is a deviation. Sampling settings
+    and prompts are not in the samples: they are listed as unchecked, never assumed.
+    """
+    cells: dict[str, dict[str, dict[tuple[int, int], int]]] = {}
+    for method, task, trial, iteration in labels:
+        per_task = cells.setdefault(method, {}).setdefault(task, {})
+        per_task[(trial, iteration)] = per_task.get((trial, iteration), 0) + 1
+    expected = {"trials": reference.trials,
+                "iterations": list(range(1, reference.iterations + 1)),
+                "samples": reference.method.samples}
+    observed: dict[str, dict[str, Any]] = {}
+    deviations: dict[str, dict[str, Any]] = {}
+    for method, tasks in sorted(cells.items()):
+        seen = {
+            "tasks": len(tasks),
+            "trials": min(len({trial for trial, _ in c}) for c in tasks.values()),
+            "iterations": sorted({it for c in tasks.values() for _, it in c}),
+            "samples": max(n for c in tasks.values() for n in c.values()),
+        }
+        observed[method] = seen
+        for key, want in expected.items():
+            if seen[key] != want:
+                deviations[f"methods.{method}.{key}"] = {reference.name: want, "run": seen[key]}
+    out: dict[str, Any] = {
+        "preset": preset_name, "reference": reference.name,
+        f"{reference.name}_layout": not deviations, "deviations": deviations,
+        "observed": observed, "unchecked": list(UNCHECKED_IN_SAMPLES)}
+    if preset_name is not None:
+        out["overridden"] = sorted(deviations)
+    return out
+
+
+def layout_line(record: Mapping[str, Any]) -> str:
+    """One line for the eval report's settings table."""
+    ref = record.get("reference", "paper")
+    deviations = record.get("deviations") or {}
+    asked = f" (--preset {record['preset']})" if record.get("preset") else ""
+    unchecked = ", ".join(record.get("unchecked", ()))
+    if not deviations:
+        return (f"{ref} layout{asked}: trials, iterations and samples per iteration match; "
+                f"not recorded in samples, so unchecked: {unchecked}")
+    parts = ", ".join(f"{k} {v.get('run')!r} ({ref} {v.get(ref)!r})"
+                      for k, v in sorted(deviations.items()))
+    return f"custom{asked}: differs from the {ref} protocol in {parts}"
