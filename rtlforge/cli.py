@@ -25,6 +25,7 @@ from rtlforge.core.models import (
     ValidationReport,
     Verdict,
 )
+from rtlforge.evaluation.protocol import PRESETS, layout_line, sample_layout_record
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
@@ -489,12 +490,20 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
               help="AST similarity of each sample to the golden.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write summary.json, records.jsonl and report.html into this folder.")
+@click.option("--baseline", "baselines", multiple=True, metavar="METHOD[,METHOD...]",
+              help="Baseline method(s) of the Pareto metrics: bootstrap CIs against each and the "
+                   "median rHV against the archive of their union (Appendix E.2). Repeatable "
+                   "or comma-separated.")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
+              help="Score as the paper's section 5.3 does: measures PPA (as --ppa) and checks "
+                   "that every method has 30 trials of iterations 1..10; the summary's "
+                   "'protocol' block says where the samples depart from it.")
 def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out: Path | None,
              workers: int | None, simulator: str, synth: bool, timeout: float,
              as_json: bool, samples_dirs: tuple[Path, ...], methods: tuple[str, ...],
              ppa: bool, estimator: str, liberty: Path | None,
              estimator_options: tuple[str, ...], with_ast: bool,
-             report_dir: Path | None) -> None:
+             report_dir: Path | None, baselines: tuple[str, ...], preset: str | None) -> None:
     """Score samples with the unbiased pass@k; optionally PPA, Pareto metrics and a report.
 
     SAMPLES.jsonl has {"task_id", "completion"} per line, optionally "method", "trial" and
@@ -504,13 +513,15 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
 
     from rtlforge.core.errors import ToolMissingError
     from rtlforge.core.executor import ThreadExecutor
-    from rtlforge.evaluation.evaluate import evaluate_detailed
+    from rtlforge.evaluation.evaluate import evaluate_detailed, sample_labels
     from rtlforge.evaluation.report import summarise, write_report
     from rtlforge.tasks.rtllm import load_llm_outputs
     from rtlforge.tasks.samples import load_samples
     from rtlforge.validate.pipeline import Pipeline
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)
+    ppa = ppa or preset is not None  # the paper's metrics need PPA
+    baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
     if out is None and samples_path is None and report_dir is None:
         raise click.UsageError("without SAMPLES.jsonl, give --out or --report for the results")
     unmatched: list[dict[str, Any]] = []
@@ -540,6 +551,14 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
         click.secho(f"warning: {f['method']}: {f['path']} matches no task ({f['reason']})",
                     fg="yellow", err=True)
     default_method = label or (samples_path.stem if samples_path else "default")
+    try:
+        present = {sample_labels(s.extra, default_method)[0] for s in samples}
+    except RtlforgeError as exc:
+        raise click.UsageError(str(exc)) from exc
+    missing = [b for b in baseline_names if b not in present]
+    if missing:
+        raise click.UsageError(f"--baseline {missing[0]!r} is not one of the methods "
+                               f"{sorted(present)}")
 
     if out is None:
         out = (samples_path.with_name(samples_path.stem + "_results.jsonl") if samples_path
@@ -597,8 +616,11 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                 "liberty": str(liberty) if liberty else None, "ast": with_ast,
                 "sources": ([str(samples_path)] if samples_path else [])
                 + [f"{n}={d}" for n, d in dirs]}
-    summary = summarise(detailed, extra={
-        "results_file": str(out), "run": run_info,
+    layout = sample_layout_record(
+        [(d.method, d.task_id, d.trial, d.iteration) for d in detailed.details], preset)
+    run_info["protocol"] = layout_line(layout)
+    summary = summarise(detailed, baseline=baseline_names or None, extra={
+        "results_file": str(out), "run": run_info, "protocol": layout,
         **({"unmatched_files": unmatched} if dirs else {}),
         **({"aliased_files": aliased} if aliased else {}),
         **({"report_dir": str(report_dir)} if report_dir else {}),

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.models import PPAResult
+from rtlforge.evaluation.protocol import UNION_ITERATIONS, UNION_TRIALS
 from rtlforge.pareto.hypervolume import Backend, hypervolume, non_dominated, objective_vector
 
 EPS_NORM = 1e-20
@@ -283,11 +284,13 @@ def _mean(values: Sequence[float]) -> float:
 def compute_metrics(
     records: Sequence[Record],
     *,
-    baseline: str | None = None,
+    baseline: str | Sequence[str] | None = None,
     seed: int | None = 0,
     n_boot: int = 10_000,
     backend: Backend = "moocore",
     win_basis: WinBasis = "hv",
+    union_trials: Sequence[int] = UNION_TRIALS,
+    union_iterations: Sequence[int] = UNION_ITERATIONS,
 ) -> dict[str, Any]:
     """All metrics of a set of runs; the shape ``rtlforge metrics --json`` prints.
 
@@ -299,12 +302,24 @@ def compute_metrics(
     ``"normalised"`` compares the min-max normalised HV that rHV is built on. The two can pick
     different winners: (2,1,1) has HV 2.0 and (1.2,1.2,1.2) has 1.728, but once each objective is
     rescaled to the range the methods span, the second wins.
+
+    ``baseline``: one method or several (Appendix E.2: the paper's four baselines). The
+    reference archive of ``rhv_vs_baseline_median`` is then the front of the *union* of their
+    solutions; with one baseline it is that method's front, as before. Bootstrap comparisons pair
+    every other method with each baseline.
+
+    ``union_trials`` / ``union_iterations`` (Appendix E.5): per method, the rHV of the union of
+    its solutions in the first ``N`` trials (the ``N`` lowest trial ids of each problem, so the
+    choice is deterministic) up to iteration ``l``, mean over problems; only the ``N`` that every
+    problem has trials for and the ``l`` present in the records are reported.
     """
     if win_basis not in ("hv", "normalised"):
         raise ValueError(f"win_basis must be 'hv' or 'normalised', not {win_basis!r}")
     methods = sorted({r.method for r in records})
-    if baseline is not None and baseline not in methods:
-        raise ValueError(f"baseline method {baseline!r} not in records (methods: {methods})")
+    baselines = [baseline] if isinstance(baseline, str) else list(dict.fromkeys(baseline or ()))
+    for name in baselines:
+        if name not in methods:
+            raise ValueError(f"baseline method {name!r} not in records (methods: {methods})")
     iterations = sorted({r.iteration for r in records})
     cells: list[Cell] = sorted({(r.task, r.trial) for r in records})
     tasks = sorted({t for t, _ in cells})
@@ -386,23 +401,39 @@ def compute_metrics(
             "rhv_union": _mean(union_scores),
         }
 
-    if baseline is not None:
+    if baselines:
+        denoms: dict[str, float] = {}
+        for task in tasks:
+            base_pts = np.vstack([runs[(b, c)].points for b in baselines for c in cells
+                                  if c[0] == task])
+            norm = norms[task]
+            if norm is not None and len(base_pts):  # else no finite ratio exists: left out
+                denoms[task] = norm.hv(base_pts[non_dominated(base_pts)], backend=backend)
         for m in methods:
-            scores = []
-            for task in tasks:
-                base_pts = np.vstack([runs[(baseline, c)].points for c in cells if c[0] == task])
-                norm = norms[task]
-                if norm is None or len(base_pts) == 0:
-                    continue  # the baseline solved nothing here: no finite ratio exists
-                denom = norm.hv(base_pts[non_dominated(base_pts)], backend=backend)
-                scores += [rhv(runs[(m, c)].points, task, denom) for c in cells if c[0] == task]
+            scores = [rhv(runs[(m, c)].points, c[0], denoms[c[0]])
+                      for c in cells if c[0] in denoms]
             out["methods"][m]["rhv_vs_baseline_median"] = (
                 float(np.median(scores)) if scores else None
             )
 
+    # Appendix E.5: union of the first N trials (lowest trial ids) at iterations l
+    trial_ids = {t: sorted(trial for task, trial in cells if task == t) for t in tasks}
+    fewest = min(len(ids) for ids in trial_ids.values())
+    ns = sorted({n for n in union_trials if 1 <= n <= fewest})
+    ls = sorted({it for it in union_iterations if it in set(iterations)})
+    for m in methods:
+        table: dict[int, dict[int, float]] = {}
+        for n in ns:
+            table[n] = {}
+            for it in ls:
+                per_task = [rhv(np.vstack([runs[(m, (t, trial))].upto(it)
+                                           for trial in trial_ids[t][:n]]), t) for t in tasks]
+                table[n][it] = _mean(per_task)
+        out["methods"][m]["rhv_union_of_first_trials"] = table
+
     pairs: list[tuple[str, str]] = []
-    if baseline is not None:
-        pairs = [(m, baseline) for m in methods if m != baseline]
+    if baselines:
+        pairs = [(m, b) for b in baselines for m in methods if m not in baselines]
     elif len(methods) == 2:
         pairs = [(methods[0], methods[1])]
     comparisons = []
@@ -417,10 +448,13 @@ def compute_metrics(
     out["iterations"] = iterations
     out["tasks"] = len(tasks)
     out["cells"] = len(cells)
+    out["union_of_first_trials"] = {"trials": ns, "iterations": ls}
     if pairs:
         out["comparisons"] = comparisons
-    if baseline is not None:
-        out["baseline"] = baseline
+    if baselines:
+        out["baselines"] = baselines
+        if len(baselines) == 1:
+            out["baseline"] = baselines[0]
     return out
 
 

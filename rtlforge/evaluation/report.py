@@ -66,12 +66,13 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def summarise(evaluation: DetailedEval, *, extra: Mapping[str, Any] | None = None
-              ) -> dict[str, Any]:
+def summarise(evaluation: DetailedEval, *, extra: Mapping[str, Any] | None = None,
+              baseline: str | Sequence[str] | None = None) -> dict[str, Any]:
     """The summary.json object: pass@k, per-method verdicts, golden PPA and, with PPA, metrics.
 
-    Metrics (rHV, win rate, diversity) are computed only when some method has a measured
-    circuit: without PPA every rHV would be a meaningless 0.
+    Metrics (rHV, win rate, diversity, union of trials; with ``baseline``, one method or
+    several, the bootstrap comparisons and the rHV against the baselines' archive) are computed
+    only when some method has a measured circuit: without PPA every rHV would be a meaningless 0.
     """
     from rtlforge.evaluation.metrics import Record, compute_metrics
 
@@ -81,7 +82,7 @@ def summarise(evaluation: DetailedEval, *, extra: Mapping[str, Any] | None = Non
         summary["golden_ppa"] = {tid: g.model_dump() for tid, g in evaluation.golden.items()}
     if any(m["measured"] for m in per_method.values()):
         records = [Record.model_validate(r) for r in evaluation.records()]
-        summary["metrics"] = compute_metrics(records)
+        summary["metrics"] = compute_metrics(records, baseline=baseline or None)
     hvcs = [d.hvc for d in evaluation.details if d.hvc is not None]
     if hvcs:
         summary["hvc"] = {"measured": len(hvcs), "mean": float(np.mean(hvcs))}
@@ -215,15 +216,37 @@ def _metrics_html(metrics: Mapping[str, Any]) -> str:
     if not methods:
         return "<p>No metrics (no method has a measured circuit).</p>"
     iters = [str(i) for i in metrics.get("iterations", [])]
+    baselines = metrics.get("baselines") or []
     head = ["method", *(f"rHV@{i}" for i in iters), *(f"win rate@{i}" for i in iters),
             "diversity", "rHV (union of trials)"]
+    if baselines:
+        head.append("median rHV vs baselines' archive")
     rows = []
     for name, m in methods.items():
         rhv, win = m.get("rhv", {}), m.get("win_rate", {})
-        rows.append([_esc(name), *(_fmt(rhv.get(i)) for i in iters),
-                     *(_fmt(win.get(i)) for i in iters), _fmt(m.get("diversity")),
-                     _fmt(m.get("rhv_union"))])
+        row = [_esc(name), *(_fmt(rhv.get(i)) for i in iters),
+               *(_fmt(win.get(i)) for i in iters), _fmt(m.get("diversity")),
+               _fmt(m.get("rhv_union"))]
+        if baselines:
+            row.append(_fmt(m.get("rhv_vs_baseline_median")))
+        rows.append(row)
     out = _table(head, rows, set(range(1, len(head))))
+    if baselines:
+        out += ("<p>Appendix E.2: the reference archive is the front of the union of the "
+                "baselines " + ", ".join(_esc(b) for b in baselines) + " (all trials, final "
+                "iteration); each method's rHV against it, median over (task, trial) cells. "
+                "It may exceed 1.</p>")
+    union = metrics.get("union_of_first_trials") or {}
+    ns, ls = union.get("trials") or [], union.get("iterations") or []
+    if ns and ls:
+        cols = [(n, it) for n in ns for it in ls]
+        out += ("<h3>Union of the first N trials (Appendix E.5)</h3>" + _table(
+            ["method", *(f"N={n} @{it}" for n, it in cols)],
+            [[_esc(name), *(_fmt(m.get("rhv_union_of_first_trials", {}).get(str(n), {})
+                                 .get(str(it))) for n, it in cols)]
+             for name, m in methods.items()], set(range(1, 1 + len(cols))))
+                + "<p>rHV of the union of each method's solutions in its first N trials "
+                "(lowest trial ids) up to the iteration shown, mean over tasks.</p>")
     comps = metrics.get("comparisons") or []
     if comps:
         out += _table(["method", "versus", "mean rHV difference", "95% CI (nested bootstrap)"],

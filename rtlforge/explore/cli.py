@@ -11,6 +11,40 @@ from pathlib import Path
 from typing import Any
 
 from rtlforge.core.hookspecs import hookimpl
+from rtlforge.evaluation.protocol import PRESETS
+
+PRESET_NAMES = tuple(PRESETS)
+
+
+def _apply_preset(ctx: Any, name: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The preset's value for every option the command line did not give; explicit ones win.
+
+    A note on stderr names each explicit option that overrides the preset (the summary's
+    ``protocol`` block records the same), so a custom run is never mistaken for the preset.
+    """
+    import click
+    from click.core import ParameterSource
+
+    from rtlforge.evaluation.protocol import preset as get_preset
+
+    proto = get_preset(name)
+    values = {"template": proto.method.template, "history": proto.method.history,
+              "history_limit": proto.method.history_limit or 0,
+              "iterations": proto.iterations, "trials": proto.trials,
+              "samples": proto.method.samples, "temperature": proto.method.temperature,
+              "checkpoints": ",".join(map(str, proto.checkpoints))}
+    flags = {"template": "--template", "history": "--history", "history_limit": "--history-limit",
+             "iterations": "--iterations", "trials": "--trials", "samples": "-n",
+             "temperature": "--temperature", "checkpoints": "--checkpoints"}
+    out = {}
+    for key, value in given.items():
+        source = ctx.get_parameter_source(key)
+        explicit = source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+        out[key] = value if explicit else values[key]
+        if explicit and value != values[key]:
+            click.echo(f"note: {flags[key]} {value} overrides --preset {name} "
+                       f"({values[key]}); this run is not the {name} protocol", err=True)
+    return out
 
 
 def _options(items: tuple[str, ...], flag: str) -> dict[str, Any]:
@@ -143,14 +177,20 @@ def register_commands(cli: Any) -> None:
     @click.option("--method", "method_specs", multiple=True,
                   metavar="NAME=GENERATOR[:TEMPLATE]",
                   help="A method to compare (repeatable); TEMPLATE defaults to --template.")
+    @click.option("--preset", type=click.Choice(sorted(PRESET_NAMES)), default=None,
+                  help="Start from a protocol's settings: 'paper' = the paper's section 5.3 "
+                       "(temperature 0.5, 30 trials, 10 iterations, -n 1, history all, no "
+                       "limit, template paper). Options given explicitly still win; the "
+                       "summary records which.")
     @click.option("--template", default="pareto", show_default=True,
-                  help="Prompt template: a bundled name (pareto, spec, spec-to-rtl) or a "
-                       ".toml file.")
+                  help="Prompt template: a bundled name (pareto, paper, spec, spec-to-rtl) "
+                       "or a .toml file.")
     @click.option("--history", type=click.Choice(["passing-only", "all", "front"]),
-                  default="passing-only", show_default=True,
-                  help="Which earlier circuits the prompt shows.")
-    @click.option("--history-limit", type=click.IntRange(min=1), default=8,
-                  show_default=True, help="Most recent history entries shown.")
+                  default="all", show_default=True,
+                  help="Which earlier circuits the prompt shows (all: failing ones too).")
+    @click.option("--history-limit", type=click.IntRange(min=0), default=0,
+                  show_default=True,
+                  help="Most recent history entries shown; 0: the whole history.")
     @click.option("--select", default="", metavar="KEYS",
                   help="Comma-separated labels (method,trial,iteration) every request carries "
                        "in its metadata; replay selects recordings by them.")
@@ -158,7 +198,7 @@ def register_commands(cli: Any) -> None:
     @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True)
     @click.option("-n", "samples", type=click.IntRange(min=1), default=1, show_default=True,
                   help="Samples per iteration (one group).")
-    @click.option("--temperature", type=click.FloatRange(min=0), default=0.8,
+    @click.option("--temperature", type=click.FloatRange(min=0), default=0.5,
                   show_default=True)
     @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True)
     @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -172,7 +212,10 @@ def register_commands(cli: Any) -> None:
                   help="AST similarity to the golden when the reward is available.")
     @click.option("--checkpoints", default="1,5,10", show_default=True,
                   help="Iterations whose rHV the summary reports.")
-    @click.option("--baseline", help="Method the bootstrap CIs compare the others against.")
+    @click.option("--baseline", "baselines", multiple=True, metavar="METHOD[,METHOD...]",
+                  help="Baseline method(s): the bootstrap CIs compare the others against each, "
+                       "and the median rHV against the archive of their union is reported "
+                       "(Appendix E.2). Repeatable or comma-separated.")
     @click.option("--workers", type=click.IntRange(min=1), default=None)
     @click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus",
                   show_default=True)
@@ -180,12 +223,12 @@ def register_commands(cli: Any) -> None:
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
     def explore(tasks_dir: Path, task_ids: tuple[str, ...], generator_name: str | None,
                 gen_opts: tuple[str, ...], base_url: str | None, model: str | None,
-                method_specs: tuple[str, ...], template: str, history: str,
+                method_specs: tuple[str, ...], preset: str | None, template: str, history: str,
                 history_limit: int, select: str, iterations: int, trials: int, samples: int,
                 temperature: float, max_tokens: int, run_dir: Path, dry_run: bool,
                 ppa_estimator: str, liberty: Path | None, with_ast: bool, checkpoints: str,
-                baseline: str | None, workers: int | None, simulator: str, timeout: float,
-                as_json: bool) -> None:
+                baselines: tuple[str, ...], workers: int | None, simulator: str,
+                timeout: float, as_json: bool) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
         from rtlforge.cli import EXIT_INFRA, current_host, load_task_map
         from rtlforge.core.errors import RtlforgeError, ToolMissingError
@@ -193,6 +236,16 @@ def register_commands(cli: Any) -> None:
         from rtlforge.explore.engine import Explorer, Method
         from rtlforge.validate.pipeline import Pipeline
 
+        if preset is not None:
+            chosen = _apply_preset(click.get_current_context(), preset, {
+                "template": template, "history": history, "history_limit": history_limit,
+                "iterations": iterations, "trials": trials, "samples": samples,
+                "temperature": temperature, "checkpoints": checkpoints})
+            template, history, history_limit = (chosen["template"], chosen["history"],
+                                                chosen["history_limit"])
+            iterations, trials, samples = chosen["iterations"], chosen["trials"], chosen["samples"]
+            temperature, checkpoints = chosen["temperature"], chosen["checkpoints"]
+        baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
         options = _options(gen_opts, "--generator-option")
         options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
         pairs: list[tuple[str, str, str]] = []
@@ -219,7 +272,7 @@ def register_commands(cli: Any) -> None:
             params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
             methods = [Method(name=n, generator=_generator(host, g, options), template=t,
                               sampling=params, history=history,  # type: ignore[arg-type]
-                              history_limit=history_limit,
+                              history_limit=history_limit or None,
                               select=tuple(k.strip() for k in select.split(",") if k.strip()))
                        for n, g, t in pairs]
             marks = tuple(int(c) for c in checkpoints.split(",") if c.strip())
@@ -240,16 +293,21 @@ def register_commands(cli: Any) -> None:
         kwargs: dict[str, Any] = {
             "iterations": iterations, "trials": trials, "run_dir": run_dir, "host": host,
             "pipeline": pipeline, "estimator": estimator, "ast_reward": ast_reward,
-            "workers": workers, "checkpoints": marks, "baseline": baseline,
+            "workers": workers, "checkpoints": marks, "preset": preset,
+            "baseline": baseline_names or None,
         }
         if dry_run:
-            explorer = Explorer(task_map, methods, **kwargs)
+            try:
+                explorer = Explorer(task_map, methods, **kwargs)
+            except ValueError as exc:
+                raise click.UsageError(str(exc)) from exc
             requests = explorer.dry_run(limit=len(methods))
             if as_json:
-                click.echo(json.dumps({"prompts": [
+                click.echo(json.dumps({"protocol": explorer.protocol(), "prompts": [
                     {"request_id": r.request_id, "system": r.system, "prompt": r.prompt}
                     for r in requests]}))
                 return
+            click.echo(protocol_line(explorer.protocol()), err=True)
             for r in requests:
                 click.secho(f"===== {r.request_id}", bold=True)
                 if r.system:
@@ -277,7 +335,10 @@ def register_commands(cli: Any) -> None:
                         f"exploring ({passed[0]} passed; {ev.method} {ev.task} "
                         f"t{ev.trial} i{ev.iteration})"))
 
-            explorer = Explorer(task_map, methods, on_event=on_event, **kwargs)
+            try:
+                explorer = Explorer(task_map, methods, on_event=on_event, **kwargs)
+            except ValueError as exc:
+                raise click.UsageError(str(exc)) from exc
             try:
                 result = explorer.run()
             except ToolMissingError as exc:
@@ -297,6 +358,12 @@ def register_commands(cli: Any) -> None:
             click.echo(json.dumps(summary))
             return
         _print_summary(summary)
+
+
+def protocol_line(protocol: dict[str, Any]) -> str:
+    from rtlforge.explore.report import protocol_line as line
+
+    return "protocol: " + line(protocol)
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -319,4 +386,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
         lo, hi = comp["ci95"]
         click.echo(f"  rHV {comp['method']} - {comp['versus']}: {comp['rhv_diff']:+.3f} "
                    f"(95% CI {lo:+.3f} .. {hi:+.3f})")
+    if summary.get("protocol"):
+        click.echo(protocol_line(summary["protocol"]))
     click.echo(f"report: {summary['files'].get('report.html')}")

@@ -51,6 +51,8 @@ from rtlforge.evaluation.evaluate import (
     measure_ppa,
 )
 from rtlforge.evaluation.golden import GoldenPPA, error_measure
+from rtlforge.evaluation.protocol import PAPER, EvalProtocol, protocol_record
+from rtlforge.evaluation.protocol import preset as protocol_preset
 from rtlforge.explore.models import (
     Cell,
     ExploreEvent,
@@ -125,6 +127,10 @@ class Explorer:
     ``batch_size`` caps the requests per ``generate`` call (None: every ready cell of a
     method); ``max_inflight`` caps groups generated but not yet evaluated (backpressure).
     ``on_event`` is called with :class:`ExploreEvent` objects, one at a time (serialised).
+    ``preset`` (``"paper"`` or a :class:`~rtlforge.evaluation.protocol.EvalProtocol`) gives
+    ``iterations``, ``trials`` and ``checkpoints`` the protocol's values when they are not
+    passed (else 10, 1 and (1, 5, 10)); build the methods with :meth:`Method.from_protocol`.
+    Every summary records the protocol used and how it departs from the paper's.
     """
 
     def __init__(
@@ -132,8 +138,8 @@ class Explorer:
         tasks: Sequence[Task] | Mapping[str, Task] | str | Path,
         methods: Sequence[Method],
         *,
-        iterations: int = 10,
-        trials: int = 1,
+        iterations: int | None = None,
+        trials: int | None = None,
         run_dir: str | Path = "runs/explore",
         host: PluginHost | None = None,
         pipeline: Pipeline | None = None,
@@ -143,8 +149,9 @@ class Explorer:
         workers: int | None = None,
         batch_size: int | None = None,
         max_inflight: int | None = None,
-        checkpoints: Sequence[int] = (1, 5, 10),
-        baseline: str | None = None,
+        checkpoints: Sequence[int] | None = None,
+        baseline: str | Sequence[str] | None = None,
+        preset: str | EvalProtocol | None = None,
         on_event: Callable[[ExploreEvent], None] | None = None,
         hv_backend: Backend = "moocore",
         title: str = "rtlforge explore report",
@@ -162,10 +169,19 @@ class Explorer:
         names = [m.name for m in methods]
         if len(set(names)) != len(names):
             raise ValueError(f"method names must be unique, got {names}")
+        self.preset = protocol_preset(preset) if preset is not None else None
+        if iterations is None:
+            iterations = self.preset.iterations if self.preset else 10
+        if trials is None:
+            trials = self.preset.trials if self.preset else 1
+        if checkpoints is None:
+            checkpoints = self.preset.checkpoints if self.preset else (1, 5, 10)
         if iterations < 1 or trials < 1:
             raise ValueError("iterations and trials must be >= 1")
-        if baseline is not None and baseline not in names:
-            raise ValueError(f"baseline {baseline!r} is not one of the methods {names}")
+        baselines = [baseline] if isinstance(baseline, str) else list(baseline or ())
+        unknown = [b for b in baselines if b not in names]
+        if unknown:
+            raise ValueError(f"baseline {unknown[0]!r} is not one of the methods {names}")
         self.methods = {m.name: m for m in methods}
         self.iterations, self.trials = iterations, trials
         self.run_dir = Path(run_dir)
@@ -180,7 +196,8 @@ class Explorer:
         self.batch_size = batch_size
         self.max_inflight = max_inflight
         self.checkpoints = tuple(sorted({c for c in checkpoints if c >= 1}))
-        self.baseline = baseline
+        self.baseline: str | list[str] | None = (
+            None if not baselines else baselines[0] if isinstance(baseline, str) else baselines)
         self.hv_backend = hv_backend
         self.title = title
         self._on_event = on_event
@@ -526,7 +543,16 @@ class Explorer:
                         for n, m in self.methods.items()},
             "tasks": sorted(self.tasks), "iterations": self.iterations, "trials": self.trials,
             "estimator": getattr(self.estimator, "name", None),
+            "protocol": self.protocol(),
         }
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol this run follows and how it departs from the paper's (or the preset's)."""
+        return protocol_record(
+            trials=self.trials, iterations=self.iterations, checkpoints=self.checkpoints,
+            methods={n: m.protocol() for n, m in self.methods.items()},
+            preset_name=self.preset.name if self.preset else None,
+            reference=self.preset or PAPER)
 
     def report(self, store: ExploreStore | None = None) -> tuple[dict[str, Any], dict[str, Path]]:
         """Write summary.json, records.jsonl, report.html and candidates.jsonl into run_dir."""

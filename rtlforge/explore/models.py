@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from rtlforge.core.interfaces import Generator, SamplingParams
 from rtlforge.core.models import Feedback, ValidationReport, Verdict
 from rtlforge.evaluation.evaluate import PPAMeasure
+from rtlforge.evaluation.protocol import EvalProtocol, MethodProtocol, preset
 from rtlforge.generation.prompts import PromptTemplate, load_template
 
 __all__ = [
@@ -45,10 +46,11 @@ Cell = tuple[str, str, int]  # (method, task, trial)
 class Method:
     """One way of generating: a generator, a prompt template and its settings.
 
-    ``history`` decides which earlier circuits the prompt shows: ``"passing-only"`` (default:
-    circuits that passed validation, with their PPA), ``"all"`` (also failing ones, with their
-    verdict and first feedback message: more signal, longer prompts) or ``"front"`` (only the
-    trial's current Pareto front). ``history_limit`` keeps the most recent entries (None: all).
+    ``history`` decides which earlier circuits the prompt shows: ``"all"`` (default, the paper's
+    section 5.3: passing circuits with their PPA and failing ones with their verdict and first
+    feedback message), ``"passing-only"`` (shorter prompts) or ``"front"`` (only the trial's
+    current Pareto front). ``history_limit`` keeps the most recent entries (None, the default
+    and the paper's: the whole history). ``sampling`` defaults to the paper's temperature 0.5.
     HVC is always scored against every passing circuit of the trial, whatever the policy.
     ``select`` names labels (``method``, ``trial``, ``iteration``, 1-based) each request carries
     in its ``metadata``: a replaying generator uses them to pick the recording of exactly that
@@ -58,9 +60,9 @@ class Method:
     name: str
     generator: Generator
     template: str | Path | PromptTemplate = "pareto"
-    sampling: SamplingParams = field(default_factory=SamplingParams)
-    history: HistoryPolicy = "passing-only"
-    history_limit: int | None = 8
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=0.5))
+    history: HistoryPolicy = "all"
+    history_limit: int | None = None
     select: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
@@ -81,6 +83,25 @@ class Method:
     def prompt_template(self) -> PromptTemplate:
         assert isinstance(self.template, PromptTemplate)
         return self.template
+
+    @classmethod
+    def from_protocol(cls, name: str, generator: Generator,
+                      protocol: str | EvalProtocol = "paper", **overrides: Any) -> Method:
+        """A method that follows ``protocol`` (a preset name or an :class:`EvalProtocol`): its
+        temperature, samples per iteration, history policy and limit and template; keyword
+        ``overrides`` (``template=``, ``history=``, ``sampling=``, ``select=``...) win."""
+        proto = preset(protocol).method
+        base: dict[str, Any] = {
+            "template": proto.template, "history": proto.history,
+            "history_limit": proto.history_limit,
+            "sampling": SamplingParams(n=proto.samples, temperature=proto.temperature)}
+        return cls(name=name, generator=generator, **{**base, **overrides})
+
+    def protocol(self) -> MethodProtocol:
+        """What this method's prompts and sampling follow (compared with the paper's)."""
+        return MethodProtocol(temperature=self.sampling.temperature, samples=self.sampling.n,
+                              history=self.history, history_limit=self.history_limit,
+                              template=self.prompt_template.name)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from rtlforge.evaluation.evaluate import (
 from rtlforge.evaluation.passk import mean_pass_at_k
 from rtlforge.explore.models import ExploreRecord
 
-__all__ = ["CANDIDATE_FIELDS", "detailed_from_records", "write_explore_report"]
+__all__ = ["CANDIDATE_FIELDS", "detailed_from_records", "protocol_line", "write_explore_report"]
 
 #: The keys of one ``candidates.jsonl`` line, in order.
 CANDIDATE_FIELDS: tuple[str, ...] = (
@@ -83,9 +83,23 @@ def _progress(records: Sequence[ExploreRecord]) -> dict[str, Any]:
                 for it, c in sorted(its.items())} for m, its in out.items()}
 
 
+def protocol_line(protocol: Mapping[str, Any]) -> str:
+    """One line for the report's settings table: paper protocol or how the run departs."""
+    ref = protocol.get("reference", "paper")
+    preset = protocol.get("preset")
+    asked = f" (--preset {preset})" if preset else ""
+    deviations = protocol.get("deviations") or {}
+    if not deviations:
+        return f"{ref} protocol{asked}"
+    parts = ", ".join(f"{k} {v.get('run')!r} ({ref} {v.get(ref)!r})"
+                      for k, v in sorted(deviations.items()))
+    return f"custom{asked}: differs from the {ref} protocol in {parts}"
+
+
 def write_explore_report(run_dir: str | Path, records: Sequence[ExploreRecord],
                          golden: Mapping[str, PPAMeasure], *, config: Mapping[str, Any],
-                         checkpoints: Sequence[int] = (1, 5, 10), baseline: str | None = None,
+                         checkpoints: Sequence[int] = (1, 5, 10),
+                         baseline: str | Sequence[str] | None = None,
                          title: str = "rtlforge explore report", seed: int | None = 0,
                          ) -> tuple[dict[str, Any], dict[str, Path]]:
     """summary.json + records.jsonl + report.html (the eval report) and candidates.jsonl."""
@@ -94,11 +108,16 @@ def write_explore_report(run_dir: str | Path, records: Sequence[ExploreRecord],
 
     run_dir = Path(run_dir)
     detailed = detailed_from_records(records, golden)
-    summary = summarise(detailed, extra={"run": {
+    protocol = config.get("protocol")
+    run: dict[str, Any] = {
         "methods": [f"{n} ({c['generator']}, {c['template']}, history {c['history']})"
                     for n, c in config.get("methods", {}).items()],
         "iterations": config.get("iterations"), "trials": config.get("trials"),
-        "estimator": config.get("estimator"), "run_dir": str(run_dir)}})
+        "estimator": config.get("estimator"), "run_dir": str(run_dir)}
+    if protocol:
+        run["protocol"] = protocol_line(protocol)
+    summary = summarise(detailed, extra={"run": run, **({"protocol": protocol} if protocol
+                                                        else {})})
     metric_records = [Record.model_validate(r) for r in detailed.records()]
     if any(r.objectives() is not None for r in metric_records):
         metrics = json.loads(metrics_json(compute_metrics(metric_records, baseline=baseline,

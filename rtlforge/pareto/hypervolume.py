@@ -2,7 +2,9 @@
 
 Conventions (see ``docs/pareto.md``): every objective is *maximised* and the hypervolume
 reference point is the origin. The objective vector of a design is its PPA improvement ratio
-over the golden reference, ``o = (P_gold/(P_gen+eps), D_gold/(D_gen+eps), A_gold/(A_gen+eps))``.
+over the golden reference, ``o = (P_gold/P_gen, D_gold/D_gen, A_gold/A_gen)``. No ``eps`` is
+added to the denominators: a zero measurement is refused (below) before any division, and an
+``eps`` added in the measured unit (mW) biased every ratio (the golden scored 0.999997).
 
 Guards. The hypervolume backends are C/C++ extensions that trust their input: ``+inf`` or NaN
 coordinates crash the interpreter with SIGSEGV, which no ``try`` can catch. So every vector is
@@ -22,8 +24,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rtlforge.core.errors import ConfigError
-
-EPS = 1e-8
 
 Backend = Literal["moocore", "pygmo"]
 BACKENDS: tuple[str, ...] = ("moocore", "pygmo")
@@ -57,14 +57,15 @@ def objective_vector(ppa: Any, golden: Any) -> NDArray[np.float64] | None:
     """The maximised PPA ratio vector of ``ppa`` over ``golden``, or None when it is invalid.
 
     Every input and every ratio must be finite and > 0: a zero or negative measurement is a
-    broken report, not an infinitely good design, and must never earn reward.
+    broken report, not an infinitely good design, and must never earn reward. Because zero is
+    refused here, the ratio needs no ``eps``: the golden scores exactly ``(1, 1, 1)``.
     """
     gen, gold = _ppa_triple(ppa), _ppa_triple(golden)
     if gen is None or gold is None:
         return None
     if not all(math.isfinite(v) and v > 0.0 for v in (*gen, *gold)):
         return None
-    out = np.array([g / (x + EPS) for g, x in zip(gold, gen, strict=True)], dtype=np.float64)
+    out = np.array([g / x for g, x in zip(gold, gen, strict=True)], dtype=np.float64)
     if not (np.all(np.isfinite(out)) and np.all(out > 0.0)):
         return None
     return out
@@ -267,7 +268,6 @@ def hvc(
 
 __all__ = [
     "BACKENDS",
-    "EPS",
     "Backend",
     "InvalidObjectivesError",
     "dominates",

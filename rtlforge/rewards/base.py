@@ -47,7 +47,7 @@ from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
 from rtlforge.evaluation.evaluate import candidate_from_completion
 from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure
-from rtlforge.pareto.hypervolume import EPS, objective_vector
+from rtlforge.pareto.hypervolume import objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
 
@@ -215,11 +215,10 @@ def parse_ppa(value: Any, *, what: str = "PPA") -> PPAResult | None:
         raise ValueError(f"{what} {dict(value)!r} is not a valid PPA: {problems}") from exc
 
 
-def valid_ppa(ppa: Mapping[str, float] | None, *, zero_delay: bool = False) -> bool:
-    """Finite and positive (a zero delay is allowed where the formula adds eps to it)."""
-    return ppa is not None and all(
-        math.isfinite(v) and (v > 0 or (zero_delay and k == "delay" and v == 0))
-        for k, v in ppa.items())
+def valid_ppa(ppa: Mapping[str, float] | None) -> bool:
+    """Every measurement finite and > 0: anything else is *invalid PPA* (a broken report, never
+    an infinitely good design), which earns a passing candidate the pass reward only."""
+    return ppa is not None and all(math.isfinite(v) and v > 0 for v in ppa.values())
 
 
 def _is_vector(entry: Any) -> bool:
@@ -715,9 +714,13 @@ def _is_infra(result: Any) -> bool:
 
 
 def scalar_ppa(ppa: Mapping[str, float] | None, golden: Mapping[str, float] | None) -> float:
-    """``(P_g/P)·(A_g/A)·(D_g/(D+eps))``; 0 when either side is not a valid measurement."""
-    if not valid_ppa(ppa, zero_delay=True) or not valid_ppa(golden):
+    """``(P_g/P)·(A_g/A)·(D_g/D)``; 0 when either side is not a valid measurement.
+
+    No ``eps`` in the denominator: :func:`valid_ppa` refuses a zero delay (or any zero), so the
+    golden scores exactly 1 and nothing is biased by a constant added in nanoseconds.
+    """
+    if not valid_ppa(ppa) or not valid_ppa(golden):
         return 0.0
     assert ppa is not None and golden is not None
     return (golden["power"] / ppa["power"]) * (golden["area"] / ppa["area"]) * (
-        golden["delay"] / (ppa["delay"] + EPS))
+        golden["delay"] / ppa["delay"])

@@ -3,7 +3,7 @@
 Formulas (``pass`` = the candidate passes its task's testbench; see ``docs/rewards.md``):
 
 - ``testbench``:          1.0 if pass else 0.0
-- ``ppa-scalar``:         (P_g/P)·(A_g/A)·(D_g/(D+eps)) if pass else 0.0
+- ``ppa-scalar``:         (P_g/P)·(A_g/A)·(D_g/D) if pass else 0.0
 - ``testbench+ppa``:      testbench + ppa-scalar
 - ``sequential-hvc``:     1.0 + clip(HVC(o | history), 0, hvc_cap) if pass else 0.0
 - ``repetition-penalty``: testbench + ppa-scalar - λ·[the candidate repeats its history]
@@ -65,7 +65,7 @@ class PPAScalarReward(PPAReward):
 
 
 class TestbenchPPAReward(PPAScalarReward):
-    """``testbench`` + ``ppa-scalar``: 1 + (P_g/P)(A_g/A)(D_g/(D+eps)) for a passing design."""
+    """``testbench`` + ``ppa-scalar``: 1 + (P_g/P)(A_g/A)(D_g/D) for a passing design."""
 
     __test__ = False
     name: ClassVar[str] = "testbench+ppa"

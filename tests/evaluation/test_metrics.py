@@ -30,7 +30,6 @@ from rtlforge.evaluation.metrics import (
     relative_hypervolume,
     win_shares,
 )
-from rtlforge.pareto.hypervolume import EPS
 
 D = DELTA
 
@@ -339,8 +338,8 @@ def test_installed_cli_prints_only_json(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["methods"]["A"]["diversity"] == 1.5
 
 
-def test_objective_vector_epsilon_is_used() -> None:
+def test_objective_vector_has_no_epsilon() -> None:
     r = Record.model_validate(rec("A", 0, 0, power=2.0))
     vec = r.objectives()
-    assert vec is not None and vec[0] == 1.0 / (2.0 + EPS)
+    assert vec is not None and vec.tolist() == [0.5, 1.0, 1.0]
     assert Record.model_validate(rec("A", 0, 0, passed=False)).objectives() is None

@@ -128,7 +128,8 @@ def build_explorer(run_dir: Path, *, tasks: int = 2, iterations: int = 3, n: int
     gen = ScriptedGenerator(script, delay=gen_delay)
     explorer = Explorer(
         [make_task(t) for t in ids],
-        [Method(name="seq", generator=gen, sampling=SamplingParams(n=n))],
+        [Method(name="seq", generator=gen, sampling=SamplingParams(n=n),
+                history="passing-only")],
         iterations=iterations, run_dir=run_dir,
         pipeline=Pipeline([MarkerValidator(val_delay)]), estimator=MarkerPPA(), **kwargs)
     return explorer, gen

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rtlforge.core.errors import ExtractionError
@@ -135,3 +137,61 @@ def test_truncated_output_is_an_explicit_error() -> None:
     # a complete module followed by a cut-off one keeps the complete one
     out = extract_verilog(f"{M}\nmodule n(input a);\n  wire")
     assert out.strip() == M
+
+
+# ------------------------------------------------------------------ the paper template
+
+
+def _paper_history() -> list[HistoryEntry]:
+    return [
+        HistoryEntry(source=SRC, iteration=1, power=0.00254, delay=0.41833, area=60.8),
+        HistoryEntry(source=SRC.replace("+ 1", "- 1"), iteration=2, verdict="fail",
+                     message="Mismatches: 3"),
+    ]
+
+
+def test_paper_template_renders_pass_with_ppa_and_failure_with_verdict() -> None:
+    paper = load_template("paper")
+    assert "paper" in available_templates() and paper.uses_history and paper.system
+    text = paper.render_history(_paper_history())
+    assert text == (
+        "### Circuit 1\n```verilog\n" + SRC + "\n```\n"
+        "Passed. PPA: power = 0.00254 mW, delay = 0.4183 ns, area = 60.8 um^2\n\n"
+        "### Circuit 2\n```verilog\n" + SRC.replace("+ 1", "- 1") + "\n```\n"
+        "No PPA. Verification result: fail: Mismatches: 3")
+    prompt = paper.request(TASK, _paper_history(), iteration=3, iterations=10).prompt
+    assert prompt.startswith("## Specification\n\nBuild an incrementer `inc`.")
+    assert "## Earlier circuits\n\n### Circuit 1\n" in prompt and "named `inc`" in prompt
+
+
+def test_paper_template_has_no_iteration_count_so_training_and_evaluation_agree() -> None:
+    """The same history gives the same prompt whether the run has 5 generations (training) or
+    10 iterations (evaluation), and at whatever iteration number it is shown."""
+    paper = load_template("paper")
+    a = paper.request(TASK, _paper_history(), iteration=3, iterations=5)
+    b = paper.request(TASK, _paper_history(), iteration=3, iterations=10)
+    c = paper.request(TASK, _paper_history(), iteration=7, iterations=10)
+    assert a.prompt == b.prompt == c.prompt and a.system == b.system == c.system
+    assert " of 5" not in a.prompt and " of 10" not in b.prompt
+    assert "None yet." in paper.request(TASK, iteration=1, iterations=10).prompt
+
+
+def test_paper_template_says_its_wording_is_ours() -> None:
+    from importlib import resources
+
+    text = (resources.files("rtlforge.generation") / "templates" / "paper.toml").read_text()
+    assert "THE WORDING IS OURS, NOT THE PAPER'S" in text and "Appendix C" in text
+
+
+def test_own_template_with_the_exact_text_loads_by_path(tmp_path: Path) -> None:
+    """A user who has Appendix C's text passes it as a .toml path; it replaces ours verbatim."""
+    own = tmp_path / "appendix-c.toml"
+    own.write_text('name = "appendix-c"\nsystem = "SYSTEM TEXT {top}"\n'
+                   'user = "USER TEXT\\n{spec}\\n{history}"\n'
+                   '[history]\nempty = "none"\nitem = "#{index} {source} {ppa}"\n'
+                   'ppa = "P={power} D={delay} A={area}"\nno_ppa = "{verdict}{message}"\n')
+    tmpl = load_template(own)
+    req = tmpl.request(TASK, _paper_history()[:1], iteration=2, iterations=10)
+    assert req.system == "SYSTEM TEXT inc"
+    assert req.prompt == ("USER TEXT\nBuild an incrementer `inc`.\n#1 " + SRC
+                          + " P=0.00254 D=0.4183 A=60.8")

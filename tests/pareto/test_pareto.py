@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 import rtlforge.pareto.hypervolume as pareto
 from rtlforge.core.interfaces import PPAResult
 from rtlforge.pareto.hypervolume import (
-    EPS,
     InvalidObjectivesError,
     dominates,
     hvc,
@@ -62,7 +61,19 @@ def test_objective_vector_hand_case() -> None:
     got = objective_vector({"power": 1.0, "delay": 2.0, "area": 4.0},
                            {"power": 2.0, "delay": 2.0, "area": 2.0})
     assert got is not None
-    np.testing.assert_array_equal(got, [2 / (1 + EPS), 2 / (2 + EPS), 2 / (4 + EPS)])
+    np.testing.assert_array_equal(got, [2.0, 1.0, 0.5])  # exact: no eps in the ratio
+
+
+@pytest.mark.parametrize("golden", [(0.00254, 0.41833, 60.8), (2.0, 4.0, 100.0), (1e-9, 3e4, 1.5)])
+def test_the_golden_against_itself_is_exactly_one_everywhere(
+        golden: tuple[float, float, float]) -> None:
+    """g / g == 1 in floating point: the golden is the unit point, whatever the units' sizes
+    (an eps of 1e-8 added in mW made 0.00254 mW score 0.999996)."""
+    gold = dict(zip(("power", "delay", "area"), golden, strict=True))
+    got = objective_vector(gold, gold)
+    assert got is not None and got.tolist() == [1.0, 1.0, 1.0]
+    assert hypervolume([got]) == 1.0
+    assert not hasattr(pareto, "EPS")
 
 
 def test_objective_vector_accepts_ppa_results() -> None:
@@ -88,8 +99,9 @@ def test_objective_vector_rejects_invalid_inputs(field: str, bad: object) -> Non
 def test_objective_vector_rejects_missing_and_overflowing() -> None:
     assert objective_vector({"power": 1.0, "delay": 1.0}, GOLD) is None
     assert objective_vector(object(), GOLD) is None
-    # finite inputs whose ratio overflows to inf
-    assert objective_vector({**GOLD, "power": 1e-300}, {**GOLD, "power": 1e300}) is not None
+    # finite inputs whose ratio overflows to inf (1e300 / 1e-300; the old + eps kept it finite)
+    assert objective_vector({**GOLD, "power": 1e-300}, {**GOLD, "power": 1e300}) is None
+    assert objective_vector({**GOLD, "power": 1e-100}, {**GOLD, "power": 1e100}) is not None
     assert objective_vector(GOLD, {**GOLD, "power": 1.7e308}) is not None
     assert objective_vector({**GOLD, "power": 1e-20}, {**GOLD, "power": 1.7e308}) is None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import math
 import multiprocessing
 import pickle
 import re
@@ -22,8 +23,8 @@ from rtlforge.core.errors import DesignError, RtlforgeError, ToolMissingError
 from rtlforge.core.interfaces import PPAEstimator, PPAResult, ValidationContext, Validator
 from rtlforge.core.models import Candidate, SourceFile, StageResult, Task, Verdict
 from rtlforge.core.plugins import PluginHost
-from rtlforge.pareto.hypervolume import EPS
 from rtlforge.rewards import adapters, builtin, guards
+from rtlforge.rewards.base import scalar_ppa
 from rtlforge.rewards.builtin import (
     PPAScalarReward,
     RepetitionPenaltyReward,
@@ -86,9 +87,9 @@ def mux4(tasks: dict[str, Task], ppa: tuple[float, float, float] | None = None, 
 
 
 def ratio_product(ppa: tuple[float, float, float]) -> float:
-    """(P_g/P)·(A_g/A)·(D_g/(D+eps)): the ppa-scalar formula, by hand."""
+    """(P_g/P)·(A_g/A)·(D_g/D): the ppa-scalar formula, by hand (no eps: docs/rewards.md)."""
     (p, d, a), (pg, dg, ag) = ppa, GOLDEN_PPA
-    return (pg / p) * (ag / a) * (dg / (d + EPS))
+    return (pg / p) * (ag / a) * (dg / d)
 
 
 def golden_history() -> list[dict[str, float]]:
@@ -191,8 +192,8 @@ def test_ppa_scalar_and_testbench_plus_ppa(tasks: dict[str, Task], pipeline: Pip
     ids = ["mux4"] * 3
     scalar = PPAScalarReward(tasks, pipeline, estimator=FakePPA()).score([""] * 3, completions,
                                                                          task_id=ids)
-    assert scalar[0] == pytest.approx(ratio_product(ppa), rel=1e-12)  # = 2·2·2 = 8 (minus eps)
-    assert scalar[0] == pytest.approx(8.0, rel=1e-6)
+    assert scalar[0] == pytest.approx(ratio_product(ppa), rel=1e-12)
+    assert scalar[0] == 8.0  # 2·2·2 exactly: no eps in the denominators
     assert scalar[1:] == [0.0, 0.0]  # failing; passing but unmeasurable
     combined = TestbenchPPAReward(tasks, pipeline, estimator=FakePPA()).score(
         [""] * 3, completions, task_id=ids)
@@ -244,6 +245,43 @@ def test_sequential_hvc_hand_computed(tasks: dict[str, Task], pipeline: Pipeline
     # empty history: HVC = product of the ratios
     [empty] = reward.score([""], [mux4(tasks, (1.0, 2.0, 100.0))], task_id=["mux4"], history=[[]])
     assert empty == pytest.approx(1.0 + 3.0, rel=1e-6)  # 2·2·1 = 4, clipped to 3
+
+
+#: A golden of realistic size (mW, ns, um^2): with the old eps = 1e-8 added in mW its power
+#: ratio was 0.00254 / (0.00254 + 1e-8) = 0.999996, so the golden did not score 2.0.
+SMALL_GOLDEN = (0.00254, 0.41833, 60.8)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf])
+@pytest.mark.parametrize("field", ["power", "delay", "area"])
+def test_scalar_ppa_term_is_exact_and_zero_for_invalid_ppa(field: str, bad: float) -> None:
+    """(P_g/P)(A_g/A)(D_g/D) with no eps: the golden is exactly 1; a zero or non-finite
+    measurement (a zero delay included, which the old +eps turned into ~1e8) is invalid PPA: 0,
+    so testbench+ppa gives such a passing design the pass reward 1 only."""
+    gold = dict(zip(("power", "delay", "area"), SMALL_GOLDEN, strict=True))
+    assert scalar_ppa(gold, gold) == 1.0
+    assert scalar_ppa({"power": 1.0, "delay": 2.0, "area": 50.0},
+                      {"power": 2.0, "delay": 4.0, "area": 100.0}) == 8.0
+    assert scalar_ppa({**gold, field: bad}, gold) == 0.0
+    assert scalar_ppa(gold, {**gold, field: bad}) == 0.0
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("reward_cls", [TestbenchPPAReward, SequentialHVCReward])
+def test_the_golden_scores_exactly_one_per_objective_and_two_in_total(
+        reward_cls: type, tasks: dict[str, Task], pipeline: Pipeline) -> None:
+    """The golden against itself: o = (1, 1, 1) exactly, so 1 + 1·1·1 = 2.0 for testbench+ppa
+    and, with an empty history, 1 + HV({(1, 1, 1)}) = 2.0 for sequential-hvc."""
+    reward = reward_cls(tasks, pipeline, estimator=FakePPA())
+    golden = tasks["mux4"].golden[0].content  # no PPA marker: the fake measures GOLDEN_PPA
+    small = mux4(tasks, SMALL_GOLDEN)
+    details = reward.score_detailed(
+        [""] * 2, [golden, small], task_id=["mux4"] * 2, history=[[], []],
+        golden_ppa=[None, dict(zip(("power", "delay", "area"), SMALL_GOLDEN, strict=True))])
+    for detail in details:
+        assert detail.verdict is Verdict.PASS
+        assert detail.objectives == (1.0, 1.0, 1.0)
+        assert detail.reward == 2.0
 
 
 @pytest.mark.tools
@@ -490,8 +528,8 @@ def test_sequential_hvc_with_the_real_estimator(tasks: dict[str, Task],
     golden = tasks["mux4"].golden[0].content
     [first] = reward.score_detailed([""], [golden], task_id=["mux4"], history=[[]])
     assert first.ppa is not None and first.objectives is not None
-    # empty history: 1 + (1·1·1), up to eps over mW-sized powers
-    assert first.reward == pytest.approx(2.0, rel=1e-4)
+    # empty history: 1 + (1·1·1) exactly (an eps added in mW made it 1.999997)
+    assert first.objectives == (1.0, 1.0, 1.0) and first.reward == 2.0
     [again] = reward.score_detailed([""], [golden], task_id=["mux4"], history=[[first.ppa]])
     assert again.reward == 1.0 and again.hvc == 0.0
 

@@ -252,12 +252,25 @@ def _print_table(report: dict[str, Any]) -> None:
             click.echo(f"{it:<10}" + "".join(f"{methods[n][key][it]:>{width}.4f}" for n in names))
     click.secho("summary", bold=True)
     rows = [("diversity", "diversity"), ("rHV union", "rhv_union")]
-    if "baseline" in report:
-        rows.append((f"med rHV/{report['baseline']}", "rhv_vs_baseline_median"))
+    if report.get("baselines"):
+        rows.append(("med rHV/B", "rhv_vs_baseline_median"))
     for label, key in rows:
         cells = [methods[n].get(key) for n in names]
         click.echo(f"{label:<10}" + "".join(
             f"{'-':>{width}}" if v is None else f"{v:>{width}.4f}" for v in cells))
+    if report.get("baselines"):
+        click.echo("  B = the archive of the union of " + ", ".join(report["baselines"])
+                   + " (Appendix E.2); median over tasks x trials")
+    union = report.get("union_of_first_trials") or {}
+    if union.get("trials") and union.get("iterations"):
+        click.secho("rHV of the union of the first N trials (Appendix E.5, mean over tasks)",
+                    bold=True)
+        click.echo(f"{'N':<6}{'iter':<6}" + "".join(f"{n:>{width}}" for n in names))
+        for n in union["trials"]:
+            for it in union["iterations"]:
+                click.echo(f"{n:<6}{it:<6}" + "".join(
+                    f"{methods[m]['rhv_union_of_first_trials'][n][it]:>{width}.4f}"
+                    for m in names))
     for comp in report.get("comparisons", []):
         lo, hi = comp["ci95"]
         click.echo(f"rHV {comp['method']} - {comp['versus']}: {comp['rhv_diff']:+.4f} "
@@ -273,10 +286,16 @@ def register_commands(cli: Any) -> None:
     @click.argument("records_path", metavar="RECORDS.jsonl",
                     type=click.Path(exists=True, dir_okay=False, path_type=Path))
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.option("--baseline", help="Method to compare every other method against.")
+    @click.option("--baseline", "baselines", multiple=True, metavar="METHOD[,METHOD...]",
+                  help="Baseline method(s): bootstrap CIs of every other method against each, "
+                       "and the median rHV against the archive of their union (Appendix E.2; "
+                       "the paper: its four baselines). Repeatable or comma-separated.")
+    @click.option("--baselines", "baseline_list", metavar="A,B,C,D",
+                  help="Same as --baseline A,B,C,D.")
     @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-    def metrics(records_path: Path, as_json: bool, baseline: str | None, seed: int) -> None:
-        """rHV, win rate, diversity (and bootstrap CIs) of RECORDS.jsonl."""
+    def metrics(records_path: Path, as_json: bool, baselines: tuple[str, ...],
+                baseline_list: str | None, seed: int) -> None:
+        """rHV, win rate, diversity, union of trials (and bootstrap CIs) of RECORDS.jsonl."""
         from rtlforge.evaluation.metrics import (
             RecordsError,
             compute_metrics,
@@ -285,7 +304,10 @@ def register_commands(cli: Any) -> None:
         )
 
         try:
-            report = compute_metrics(load_records(records_path), baseline=baseline, seed=seed)
+            names = [b.strip() for item in (*baselines, baseline_list or "")
+                     for b in item.split(",") if b.strip()]
+            report = compute_metrics(load_records(records_path), baseline=names or None,
+                                     seed=seed)
         except (RecordsError, ValueError) as exc:
             raise click.UsageError(str(exc)) from exc
         if as_json:
