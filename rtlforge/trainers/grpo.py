@@ -129,7 +129,8 @@ PRESETS: dict[str, Preset] = {
         settings={"max_history": 5, "per_length_cap": 1000, "loss_type": "grpo",
                   "scale_rewards": "group"},
         doc="the paper's method as published (docs/training.md, 'The paper preset'): "
-            "seq-hvc with the paper's Appendix C prompts, 5 generations, histories up to 4"),
+            "seq-hvc with the paper template (our wording of the paper's prompt), "
+            "5 generations, histories up to 4"),
 }
 
 DEFAULT_BASELINE = "seq-hvc"
