@@ -523,12 +523,16 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
               help="Score as the paper's section 5.3 does: measures PPA (as --ppa) and checks "
                    "that every method has 30 trials of iterations 1..10; the summary's "
                    "'protocol' block says where the samples depart from it.")
+@click.option("--include-broken-tasks", "include_broken", is_flag=True,
+              help="Count tasks whose golden fails its own testbench (or whose testbench does "
+                   "not compile) in pass@k; by default they are left out and listed.")
 def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out: Path | None,
              workers: int | None, simulator: str, synth: bool, timeout: float,
              as_json: bool, samples_dirs: tuple[Path, ...], methods: tuple[str, ...],
              ppa: bool, estimator: str, liberty: Path | None,
              estimator_options: tuple[str, ...], with_ast: bool,
-             report_dir: Path | None, baselines: tuple[str, ...], preset: str | None) -> None:
+             report_dir: Path | None, baselines: tuple[str, ...], preset: str | None,
+             include_broken: bool) -> None:
     """Score samples with the unbiased pass@k; optionally PPA, Pareto metrics and a report.
 
     SAMPLES.jsonl has {"task_id", "completion"} per line, optionally "method", "trial" and
@@ -611,7 +615,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                 detailed = evaluate_detailed(
                     samples, task_map, pipeline, default_method=default_method,
                     estimator=ppa_estimator, ast_reward=ast_reward, ks=k_values,
-                    executor=pool, on_result=validated, on_measured=measured)
+                    executor=pool, on_result=validated, on_measured=measured,
+                    include_broken=include_broken)
             except ToolMissingError as exc:
                 click.secho(f"error: {exc}", fg="red", err=True)
                 sys.exit(EXIT_INFRA)
@@ -622,6 +627,10 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                     ppa_estimator.close()  # persistent sta sessions
     result = detailed.result
     _warn_ppa_failures(detailed)
+    for tid, reason in sorted(result.broken_tasks.items()):
+        click.secho(f"warning: task {tid}: {reason}; "
+                    + ("counted in pass@k (--include-broken-tasks)" if include_broken
+                       else "left out of pass@k"), fg="yellow", err=True)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
@@ -678,6 +687,10 @@ def _print_eval_summary(summary: dict[str, Any], verdicts: dict[str, int], out: 
     click.echo("verdicts: " + ", ".join(f"{k}={v}" for k, v in sorted(verdicts.items())))
     for key, value in summary["pass_at_k"].items():
         click.secho(f"{key}: {value:.4f}", bold=True)
+    broken = summary.get("broken_tasks") or {}
+    if broken:
+        how = "counted" if summary.get("broken_tasks_in_pass_at_k") else "left out of pass@k"
+        click.echo(f"broken tasks ({how}): {', '.join(sorted(broken))}")
     methods = summary.get("methods", {})
     metrics = summary.get("metrics", {}).get("methods", {})
     if len(methods) > 1 or metrics:
