@@ -192,7 +192,11 @@ def _print_report(report: ValidationReport) -> None:
 @click.option("--support", multiple=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Extra files the testbench needs (data files, shared modules).")
-@click.option("--top", help="Top module of the design (default: inferred).")
+@click.option("--task", "task_dir", type=click.Path(exists=True, file_okay=False,
+                                                    path_type=Path),
+              help="A task directory (task.toml): its testbench, support files, top and pass "
+                   "rule; DESIGNS are the design files to check against it.")
+@click.option("--top", help="Top module of the design (default: the task's, else inferred).")
 @click.option("--simulator", default="icarus", show_default=True, metavar="TOOLCHAIN",
               help=_SIMULATOR_HELP)
 @click.option("--synth", is_flag=True, help="Also synthesise with yosys (latches, loops, cells).")
@@ -206,25 +210,35 @@ def _print_report(report: ValidationReport) -> None:
                    "the dump is cut at 16 MiB and then says so).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[Path, ...],
-             top: str | None, simulator: str, synth: bool, extras: tuple[str, ...],
-             timeout: float, wave: Path | None, as_json: bool) -> None:
+             task_dir: Path | None, top: str | None, simulator: str, synth: bool,
+             extras: tuple[str, ...], timeout: float, wave: Path | None,
+             as_json: bool) -> None:
     """Validate DESIGN files: security check, lint, simulate, (synthesise), extra checks."""
+    from rtlforge.tasks.loader import load_task
     from rtlforge.validate.pipeline import Pipeline
 
-    if wave is not None and testbench is None:
-        raise click.UsageError("--wave needs --testbench: only a simulation leaves a waveform")
+    if task_dir is not None and (testbench is not None or support):
+        raise click.UsageError("--task brings its own testbench and support files; "
+                               "drop --testbench/--support")
     try:
-        files = [_source(p) for p in designs]
-        top = top or _infer_top(files)
-        task = Task(
-            id=top, spec="", top=top,
-            testbench=(_source(testbench),) if testbench else (),
-            support=tuple(_source(p) for p in support),
-        )
-        candidate = Candidate(files=tuple(files))
+        task: Task | None = load_task(task_dir) if task_dir is not None else None
+        simulates = testbench is not None or (task is not None and (
+            bool(task.testbench) or task.cocotb_module is not None))
+        if wave is not None and not simulates:
+            raise click.UsageError("--wave needs --testbench (or a --task with one): only a "
+                                   "simulation leaves a waveform")
+        candidate = Candidate.from_files(designs)
+        top = top or (task.top if task is not None else _infer_top(list(candidate.files)))
+        if task is not None:
+            task = task.model_copy(update={"top": top})
+        else:
+            task = Task(
+                id=top, spec="", top=top,
+                testbench=(_source(testbench),) if testbench else (),
+                support=tuple(_source(p) for p in support),
+            )
         pipeline = Pipeline.build(current_host(), simulator=simulator, synth=synth,
-                                  simulate=testbench is not None, extra=extras,
-                                  timeout=timeout)
+                                  simulate=simulates, extra=extras, timeout=timeout)
         if wave is not None:
             pipeline = _dumping_waves(pipeline, simulator, timeout)
     except (ValueError, RtlforgeError) as exc:
@@ -392,13 +406,22 @@ TASKS_HELP = ("A task suite (task.toml folders), an RTLLM-layout folder, or a Ve
               "checkout / dataset folder (ProbNNN_name_{prompt.txt,ref.sv,test.sv}).")
 
 
+_LOOKED_FOR = {
+    "suite": "suite: task.toml in DIR or its subfolders",
+    "rtllm": "rtllm: design folders with testbench.v and one verified_*.v",
+    "verilogeval": "verilogeval: ProbNNN_name_{prompt.txt,ref.sv,test.sv}",
+}
+
+
 def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
-    """Tasks under ``root`` by id; a VerilogEval problem that cannot be loaded is skipped with
-    a warning on stderr rather than failing the whole run."""
+    """Tasks under ``root`` by id (``root`` may be one task directory); a VerilogEval problem
+    that cannot be loaded is skipped with a warning on stderr rather than failing the whole
+    run. Finding none is a usage error that says which layouts were looked for."""
     import rtlforge.tasks.loader as taskio
     import rtlforge.tasks.rtllm as rtllm
     import rtlforge.tasks.verilogeval as verilogeval
 
+    sniffed = fmt == "auto"
     if fmt == "auto":
         if any(root.rglob("task.toml")):
             fmt = "suite"
@@ -414,7 +437,9 @@ def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
     else:
         loaded = taskio.load_tasks(root) if fmt == "suite" else rtllm.load_rtllm(root)
     if not loaded:
-        raise click.UsageError(f"no tasks found under {root} (format {fmt})")
+        looked = (_LOOKED_FOR.values() if sniffed else [_LOOKED_FOR[fmt]])
+        raise click.UsageError(f"no tasks found under {root} (looked for "
+                               + "; ".join(looked) + ")")
     return {t.id: t for t in loaded}
 
 
@@ -498,12 +523,16 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
               help="Score as the paper's section 5.3 does: measures PPA (as --ppa) and checks "
                    "that every method has 30 trials of iterations 1..10; the summary's "
                    "'protocol' block says where the samples depart from it.")
+@click.option("--include-broken-tasks", "include_broken", is_flag=True,
+              help="Count tasks whose golden fails its own testbench (or whose testbench does "
+                   "not compile) in pass@k; by default they are left out and listed.")
 def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out: Path | None,
              workers: int | None, simulator: str, synth: bool, timeout: float,
              as_json: bool, samples_dirs: tuple[Path, ...], methods: tuple[str, ...],
              ppa: bool, estimator: str, liberty: Path | None,
              estimator_options: tuple[str, ...], with_ast: bool,
-             report_dir: Path | None, baselines: tuple[str, ...], preset: str | None) -> None:
+             report_dir: Path | None, baselines: tuple[str, ...], preset: str | None,
+             include_broken: bool) -> None:
     """Score samples with the unbiased pass@k; optionally PPA, Pareto metrics and a report.
 
     SAMPLES.jsonl has {"task_id", "completion"} per line, optionally "method", "trial" and
@@ -586,7 +615,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                 detailed = evaluate_detailed(
                     samples, task_map, pipeline, default_method=default_method,
                     estimator=ppa_estimator, ast_reward=ast_reward, ks=k_values,
-                    executor=pool, on_result=validated, on_measured=measured)
+                    executor=pool, on_result=validated, on_measured=measured,
+                    include_broken=include_broken)
             except ToolMissingError as exc:
                 click.secho(f"error: {exc}", fg="red", err=True)
                 sys.exit(EXIT_INFRA)
@@ -597,6 +627,10 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                     ppa_estimator.close()  # persistent sta sessions
     result = detailed.result
     _warn_ppa_failures(detailed)
+    for tid, reason in sorted(result.broken_tasks.items()):
+        click.secho(f"warning: task {tid}: {reason}; "
+                    + ("counted in pass@k (--include-broken-tasks)" if include_broken
+                       else "left out of pass@k"), fg="yellow", err=True)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
@@ -653,6 +687,10 @@ def _print_eval_summary(summary: dict[str, Any], verdicts: dict[str, int], out: 
     click.echo("verdicts: " + ", ".join(f"{k}={v}" for k, v in sorted(verdicts.items())))
     for key, value in summary["pass_at_k"].items():
         click.secho(f"{key}: {value:.4f}", bold=True)
+    broken = summary.get("broken_tasks") or {}
+    if broken:
+        how = "counted" if summary.get("broken_tasks_in_pass_at_k") else "left out of pass@k"
+        click.echo(f"broken tasks ({how}): {', '.join(sorted(broken))}")
     methods = summary.get("methods", {})
     metrics = summary.get("metrics", {}).get("methods", {})
     if len(methods) > 1 or metrics:

@@ -228,3 +228,86 @@ def test_validate_wave_usage_errors(tmp_path: Path) -> None:
                         "--simulator", "verilator", "--wave", str(tmp_path / "w.vcd"))
     assert code == 2 and "icarus only" in out
     assert not (tmp_path / "w.vcd").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# task directories: validate --task, eval --tasks on one task, an empty folder
+# --------------------------------------------------------------------------------------------
+
+# A testbench whose verdict only the task's own pass rule can read ("ALL GOOD" / "BROKEN" are
+# no common self-checking format)
+RULE_TB = """module tb;
+  reg a, b; wire y; integer errors = 0, i;
+  and2 dut(.a(a), .b(b), .y(y));
+  initial begin
+    for (i = 0; i < 4; i = i + 1) begin {a, b} = i; #1; if (y !== (a & b)) errors = errors + 1; end
+    if (errors == 0) $display("ALL GOOD"); else $display("BROKEN");
+    $finish;
+  end
+endmodule
+"""
+
+
+def _rule_task(root: Path) -> Path:
+    task = root / "and2_task"
+    task.mkdir()
+    (task / "spec.md").write_text("An AND gate.")
+    (task / "tb.v").write_text(RULE_TB)
+    (task / "golden.v").write_text(GOOD)
+    (task / "task.toml").write_text(
+        'id = "and2"\ntop = "and2"\nspec_file = "spec.md"\ntestbench = ["tb.v"]\n'
+        'testbench_top = "tb"\ngolden = ["golden.v"]\n\n[pass_rule]\nkind = "regex"\n'
+        'pass_regex = "ALL GOOD"\nfail_regex = "BROKEN"\n')
+    return task
+
+
+@pytest.mark.tools
+def test_validate_task_uses_its_testbench_and_pass_rule(tmp_path: Path) -> None:
+    task = _rule_task(tmp_path)
+    code, out = _invoke("validate", "--task", str(task), _write(tmp_path, "mine.v", GOOD),
+                        "--json")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"] == "pass", out
+    assert "iverilog-sim" in [s["name"] for s in data["stages"]]
+    code, out = _invoke("validate", "--task", str(task),
+                        _write(tmp_path, "wrong.v", GOOD.replace("&", "|")), "--json")
+    assert code == 1 and json.loads(out)["verdict"] == "fail"
+
+
+def test_validate_task_refuses_its_own_testbench_twice(tmp_path: Path) -> None:
+    task = _rule_task(tmp_path)
+    code, out = _invoke("validate", "--task", str(task), "--testbench", str(task / "tb.v"),
+                        str(task / "golden.v"))
+    assert code == 2 and "--task brings its own testbench" in out
+
+
+@pytest.mark.tools
+def test_validate_feedback_names_the_real_file(tmp_path: Path) -> None:
+    """Two design files: the syntax error is reported in the second one, by its name."""
+    helper = _write(tmp_path, "helper.v", "module helper(input a, output y); assign y = a; "
+                                          "endmodule\n")
+    broken = _write(tmp_path, "and2_core.v", GOOD.replace(";", "", 1))
+    code, out = _invoke("validate", helper, broken, "--top", "and2", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["feedback"][0]["file"] == "and2_core.v"
+
+
+@pytest.mark.tools
+def test_eval_tasks_accepts_one_task_directory(tmp_path: Path) -> None:
+    task = _rule_task(tmp_path)
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": "and2", "completion": GOOD}) + "\n")
+    code, out = _invoke("eval", str(samples), "--tasks", str(task), "-k", "1", "--json",
+                        "--out", str(tmp_path / "res.jsonl"))
+    assert code == 0, out
+    assert json.loads(out.strip().splitlines()[-1])["pass_at_k"]["pass@1"] == 1.0
+
+
+def test_eval_on_an_empty_folder_says_no_tasks_and_what_was_looked_for(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": "x", "completion": GOOD}) + "\n")
+    code, out = _invoke("eval", str(samples), "--tasks", str(tmp_path / "empty"))
+    assert code == 2 and f"no tasks found under {tmp_path / 'empty'}" in out
+    assert "task.toml" in out and "testbench.v" in out and "ProbNNN" in out
+    assert "format rtllm" not in out

@@ -11,7 +11,9 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Sequence
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
@@ -146,6 +148,22 @@ class Candidate(_Frozen):
     @classmethod
     def from_source(cls, source: str, name: str = "design.v", **kwargs: Any) -> Candidate:
         return cls(files=(SourceFile(name=name, content=source),), **kwargs)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs: Any) -> Candidate:
+        """A candidate of one file, keeping its real name (feedback then points at it)."""
+        return cls.from_files([path], **kwargs)
+
+    @classmethod
+    def from_files(cls, paths: Sequence[str | Path], **kwargs: Any) -> Candidate:
+        """A candidate of several files under their own names (UTF-8; ValueError otherwise)."""
+        files = []
+        for path in map(Path, paths):
+            try:
+                files.append(SourceFile(name=path.name, content=path.read_text(encoding="utf-8")))
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path} is not a UTF-8 text file") from exc
+        return cls(files=tuple(files), **kwargs)
 
     def digest(self) -> str:
         return hashlib.sha256(

@@ -25,7 +25,13 @@ from rtlforge.core.models import (
     ValidationReport,
     Verdict,
 )
-from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure, error_measure, measure_ppa
+from rtlforge.evaluation.golden import (
+    GoldenCheck,
+    GoldenPPA,
+    PPAMeasure,
+    error_measure,
+    measure_ppa,
+)
 from rtlforge.evaluation.passk import mean_pass_at_k
 from rtlforge.generation.extract import extract_verilog
 from rtlforge.pareto.hypervolume import Backend, hvc_group, objective_vector
@@ -58,6 +64,15 @@ class EvalResult(BaseModel):
     tasks: dict[str, TaskScore]
     pass_at_k: dict[int, float]
     verdicts: dict[str, int]
+    #: tasks whose golden fails its own testbench (or whose testbench does not compile), with
+    #: why; left out of pass@k unless ``include_broken``
+    broken_tasks: dict[str, str] = {}
+    include_broken: bool = False
+
+    def counted(self, per_task: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+        """The ``(n, correct)`` that enter pass@k: samples with a verdict, on usable tasks."""
+        return {tid: nc for tid, nc in per_task.items() if nc[0] > 0
+                and (self.include_broken or tid not in self.broken_tasks)}
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -65,6 +80,10 @@ class EvalResult(BaseModel):
             "tasks": len(self.tasks),
             "verdicts": self.verdicts,
             "pass_at_k": {f"pass@{k}": round(v, 4) for k, v in self.pass_at_k.items()},
+            "pass_at_k_tasks": len(self.counted({t: (s.n, s.correct)
+                                                 for t, s in self.tasks.items()})),
+            "broken_tasks": dict(sorted(self.broken_tasks.items())),
+            "broken_tasks_in_pass_at_k": self.include_broken,
             "per_task": {tid: score.model_dump() for tid, score in sorted(self.tasks.items())},
         }
 
@@ -96,11 +115,18 @@ def evaluate_samples(
     ks: Iterable[int] = (1, 5, 10),
     executor: Executor | None = None,
     on_result: Callable[[SampleResult], None] | None = None,
+    check_goldens: bool = True,
+    include_broken: bool = False,
+    golden_check: GoldenCheck | None = None,
 ) -> EvalResult:
     """Validate every ``(task_id, completion)`` and aggregate pass@k.
 
     ``infra_error`` samples are excluded from ``n`` (they say nothing about the model); timeouts
     count as not passing and are reported separately in ``verdicts``.
+    With ``check_goldens`` each task's golden is first validated against its own testbench
+    (once per task; ``golden_check`` shares the cache across calls): a task whose golden fails,
+    or whose testbench does not compile, cannot tell right from wrong, so it is left out of
+    pass@k (``include_broken`` keeps it) and listed in ``broken_tasks`` with the reason.
     """
     unknown = sorted({tid for tid, _ in samples if tid not in tasks})
     if unknown:
@@ -122,7 +148,14 @@ def evaluate_samples(
 
     own = executor is None
     pool: Executor = executor or ThreadExecutor()
+    broken: dict[str, str] = {}
     try:
+        if check_goldens:
+            checker = golden_check or GoldenCheck(pipeline)
+            used = sorted({tid for tid, _ in samples})
+            for verdict in pool.map(lambda tid: checker.check(tasks[tid]), used):
+                if not verdict.usable:
+                    broken[verdict.task_id] = verdict.reason or verdict.verdict
         results = list(pool.map(run, list(enumerate(samples))))
     finally:
         if own:
@@ -139,14 +172,14 @@ def evaluate_samples(
         )
         for tid, counts in per_task.items()
     }
-    counted = {tid: (s.n, s.correct) for tid, s in scores.items() if s.n > 0}
     totals: Counter[str] = Counter()
     for counts in per_task.values():
         totals.update(counts)
-    return EvalResult(
-        samples=tuple(results), tasks=scores,
-        pass_at_k=mean_pass_at_k(counted, ks), verdicts=dict(totals),
-    )
+    partial = EvalResult(samples=tuple(results), tasks=scores, pass_at_k={},
+                         verdicts=dict(totals), broken_tasks=broken,
+                         include_broken=include_broken)
+    counted = partial.counted({tid: (s.n, s.correct) for tid, s in scores.items()})
+    return partial.model_copy(update={"pass_at_k": mean_pass_at_k(counted, ks)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,7 +251,7 @@ class DetailedEval(BaseModel):
                       c[Verdict.PASS.value])
                 for tid, c in per_task.items()
             }
-            counted = {tid: nc for tid, nc in counted.items() if nc[0] > 0}
+            counted = self.result.counted(counted)
             verdicts = Counter(d.verdict for d in mine)
             out[method] = {
                 "samples": len(mine),
@@ -291,6 +324,8 @@ def evaluate_detailed(
     on_result: Callable[[SampleResult], None] | None = None,
     on_measured: Callable[[], None] | None = None,
     hv_backend: Backend = "moocore",
+    check_goldens: bool = True,
+    include_broken: bool = False,
 ) -> DetailedEval:
     """:func:`evaluate_samples`, then PPA of passing candidates and goldens, HVC and AST.
 
@@ -300,6 +335,7 @@ def evaluate_detailed(
     reference=[...])``; the ``similarity``, ``status`` and ``backend`` of its details are kept
     where its detail type has them (the ``ast-similarity`` reward's does).
     A missing PPA tool raises :class:`ToolMissingError`; other PPA failures are per design.
+    ``check_goldens``/``include_broken``: see :func:`evaluate_samples`.
     """
     labels = [sample_labels(s.extra, default_method) for s in samples]
     k_values = tuple(ks)
@@ -307,7 +343,8 @@ def evaluate_detailed(
     pool: Executor = executor or ThreadExecutor()
     try:
         result = evaluate_samples([(s.task_id, s.completion) for s in samples], tasks, pipeline,
-                                  ks=k_values, executor=pool, on_result=on_result)
+                                  ks=k_values, executor=pool, on_result=on_result,
+                                  check_goldens=check_goldens, include_broken=include_broken)
         golden: dict[str, PPAMeasure] = {}
         measured: dict[int, PPAMeasure] = {}
         if estimator is not None:

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
 from rtlforge.core.errors import RtlforgeError, ToolMissingError, is_infra
 from rtlforge.core.interfaces import PPAEstimator
-from rtlforge.core.models import Candidate, PPAResult, Task
+from rtlforge.core.models import Candidate, PPAResult, Task, ValidationReport, Verdict
 from rtlforge.sandbox.runner import SandboxRunner
 
-__all__ = ["GoldenPPA", "PPAMeasure", "error_measure", "measure_ppa"]
+if TYPE_CHECKING:
+    from rtlforge.validate.pipeline import Pipeline
+
+__all__ = ["GoldenCheck", "GoldenPPA", "GoldenVerdict", "PPAMeasure", "error_measure",
+           "measure_ppa"]
 
 _FLAT_KEYS = ("power", "delay", "area")
 
@@ -181,3 +185,70 @@ class GoldenPPA:
                 raise
             return error_measure(exc)
         return PPAMeasure(ppa=ppa)
+
+
+class GoldenVerdict(BaseModel):
+    """Whether a task's golden passes its own testbench, and why not.
+
+    A task whose golden fails (or does not compile with this simulator) cannot tell a right
+    design from a wrong one, so a score on it says nothing about the model.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    usable: bool
+    verdict: str  # the golden's verdict
+    reason: str | None = None
+
+
+class GoldenCheck:
+    """Each task's golden validated against its own testbench, once per task (thread-safe).
+
+    An infrastructure failure (``infra_error``) is inconclusive: it is returned as usable and
+    never cached, so the next call retries. Tasks without a golden or testbench are usable.
+    """
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self._results: dict[str, GoldenVerdict] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def check(self, task: Task) -> GoldenVerdict:
+        if not task.golden or not (task.testbench or task.cocotb_module):
+            return GoldenVerdict(task_id=task.id, usable=True, verdict="unchecked")
+        key = f"{task.digest()}:{Candidate(files=task.golden).digest()}"
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                hit = self._results.get(key)
+            if hit is not None:
+                return hit
+            report = self.pipeline.validate(task, Candidate(files=task.golden, task_id=task.id))
+            verdict = _judge(task, report)
+            if report.verdict is not Verdict.INFRA_ERROR:
+                with self._lock:
+                    self._results[key] = verdict
+            return verdict
+
+
+def _judge(task: Task, report: ValidationReport) -> GoldenVerdict:
+    value = report.verdict.value
+    if report.passed or report.verdict is Verdict.INFRA_ERROR:
+        return GoldenVerdict(task_id=task.id, usable=True, verdict=value)
+    first = next(iter(report.feedback), None)
+    detail = ""
+    if first is not None:
+        where = f"{first.file}:{first.line}: " if first.file and first.line else (
+            f"{first.file}: " if first.file else "")
+        detail = f" ({where}{first.message.splitlines()[0][:200] if first.message else ''})"
+    bench = {f.name for f in (*task.testbench, *task.support)}
+    if report.verdict is Verdict.ERROR and first is not None and first.file in bench:
+        reason = f"its testbench does not compile with this simulator{detail}"
+    elif report.verdict is Verdict.ERROR:
+        reason = f"its golden does not compile with this simulator{detail}"
+    else:
+        reason = f"its golden gets {value!r} from its own testbench{detail}"
+    return GoldenVerdict(task_id=task.id, usable=False, verdict=value, reason=reason)

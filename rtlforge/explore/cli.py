@@ -204,6 +204,12 @@ def register_commands(cli: Any) -> None:
     @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
                   default=Path("runs/explore"), show_default=True)
     @click.option("--dry-run", is_flag=True, help="Print the first prompts and exit.")
+    @click.option("--overwrite", is_flag=True,
+                  help="Delete what explore wrote in --run-dir and start over.")
+    @click.option("--extend", is_flag=True,
+                  help="Reuse --run-dir with more --iterations and/or --trials, every other "
+                       "setting equal (without it, a run directory is resumed only when all "
+                       "its settings match).")
     @click.option("--ppa-estimator", default="yosys-sta", show_default=True,
                   help="PPA estimator plugin; 'none' for verdicts only.")
     @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -226,7 +232,8 @@ def register_commands(cli: Any) -> None:
                 method_specs: tuple[str, ...], preset: str | None, template: str, history: str,
                 history_limit: int, select: str, iterations: int, trials: int, samples: int,
                 temperature: float, max_tokens: int, run_dir: Path, dry_run: bool,
-                ppa_estimator: str, liberty: Path | None, with_ast: bool, checkpoints: str,
+                overwrite: bool, extend: bool, ppa_estimator: str, liberty: Path | None,
+                with_ast: bool, checkpoints: str,
                 baselines: tuple[str, ...], workers: int | None, simulator: str,
                 timeout: float, as_json: bool) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
@@ -245,6 +252,8 @@ def register_commands(cli: Any) -> None:
                                                 chosen["history_limit"])
             iterations, trials, samples = chosen["iterations"], chosen["trials"], chosen["samples"]
             temperature, checkpoints = chosen["temperature"], chosen["checkpoints"]
+        if overwrite and extend:
+            raise click.UsageError("use either --overwrite or --extend, not both")
         baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
         options = _options(gen_opts, "--generator-option")
         options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
@@ -273,7 +282,8 @@ def register_commands(cli: Any) -> None:
             methods = [Method(name=n, generator=_generator(host, g, options), template=t,
                               sampling=params, history=history,  # type: ignore[arg-type]
                               history_limit=history_limit or None,
-                              select=tuple(k.strip() for k in select.split(",") if k.strip()))
+                              select=tuple(k.strip() for k in select.split(",") if k.strip()),
+                              generator_options=options)
                        for n, g, t in pairs]
             marks = tuple(int(c) for c in checkpoints.split(",") if c.strip())
             estimator = None
@@ -295,6 +305,7 @@ def register_commands(cli: Any) -> None:
             "pipeline": pipeline, "estimator": estimator, "ast_reward": ast_reward,
             "workers": workers, "checkpoints": marks, "preset": preset,
             "baseline": baseline_names or None,
+            "on_existing": "overwrite" if overwrite else "extend" if extend else "resume",
         }
         if dry_run:
             try:
@@ -316,6 +327,10 @@ def register_commands(cli: Any) -> None:
                 click.secho("--- user", dim=True)
                 click.echo(r.prompt)
             return
+        try:  # a refused run directory is a usage error, reported before any work starts
+            Explorer(task_map, methods, **kwargs).check_run_dir()
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 

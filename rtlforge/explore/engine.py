@@ -24,13 +24,15 @@ library reports through :class:`ExploreEvent` callbacks.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -66,7 +68,15 @@ from rtlforge.explore.models import (
     parse_request_id,
 )
 from rtlforge.explore.report import write_explore_report
-from rtlforge.explore.store import ExploreStore, group_key
+from rtlforge.explore.settings import (
+    SETTINGS_VERSION,
+    RunSettingsMismatch,
+    differences,
+    redact,
+    template_digest,
+    template_fields,
+)
+from rtlforge.explore.store import ExploreStore, group_key, remove_run_files
 from rtlforge.generation.prompts import HistoryEntry
 from rtlforge.pareto.hypervolume import Backend, hvc_group, non_dominated, objective_vector
 from rtlforge.validate.pipeline import Pipeline
@@ -80,6 +90,8 @@ __all__ = [
     "Explorer",
     "HistoryPolicy",
     "Method",
+    "OnExisting",
+    "RunSettingsMismatch",
     "format_request_id",
     "parse_request_id",
 ]
@@ -87,6 +99,10 @@ __all__ = [
 log = get_logger("rtlforge.explore")
 
 _MESSAGE_CHARS = 300
+
+#: What to do with a run directory that already holds results (see :mod:`.settings`).
+OnExisting = Literal["resume", "overwrite", "extend"]
+_EXTENSIBLE = ("iterations", "trials")
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,6 +147,11 @@ class Explorer:
     ``iterations``, ``trials`` and ``checkpoints`` the protocol's values when they are not
     passed (else 10, 1 and (1, 5, 10)); build the methods with :meth:`Method.from_protocol`.
     Every summary records the protocol used and how it departs from the paper's.
+    ``on_existing`` decides what a run directory that already holds results becomes:
+    ``"resume"`` (default) continues it only when its result-defining settings
+    (:mod:`rtlforge.explore.settings`) match, ``"extend"`` also allows more iterations and/or
+    trials, ``"overwrite"`` deletes what explore wrote there and starts over; a refused reuse
+    raises :class:`RunSettingsMismatch` naming each difference.
     """
 
     def __init__(
@@ -155,7 +176,12 @@ class Explorer:
         on_event: Callable[[ExploreEvent], None] | None = None,
         hv_backend: Backend = "moocore",
         title: str = "rtlforge explore report",
+        on_existing: OnExisting = "resume",
     ) -> None:
+        if on_existing not in ("resume", "overwrite", "extend"):
+            raise ValueError(f"on_existing must be resume, overwrite or extend, "
+                             f"not {on_existing!r}")
+        self.on_existing = on_existing
         if isinstance(tasks, str | Path):
             from rtlforge.tasks.loader import load_tasks
 
@@ -297,8 +323,9 @@ class Explorer:
 
     def dry_run(self, limit: int | None = None) -> list[GenerationRequest]:
         """The next prompts a run would send (iteration 1 in a fresh run directory)."""
-        if self.archive_path.exists():
+        if self.archive_path.exists() and self.on_existing != "overwrite":
             with self.open_store() as store:
+                self._check_reuse(store, prompts_only=True)
                 states = self._load_state(store)
         else:
             states = {c: _CellState() for c in self._cells()}
@@ -404,9 +431,13 @@ class Explorer:
     def run(self) -> ExploreResult:
         """Run (or resume) every cell to ``iterations``, then write the report."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.on_existing == "overwrite":
+            removed = remove_run_files(self.run_dir)
+            if removed:
+                log.info("explore_overwrite", run_dir=str(self.run_dir), files=len(removed))
         store = self.open_store()
         try:
-            store.set_config(self.config())
+            store.set_config(self._check_reuse(store))
             states = self._load_state(store)
             resumed = sum(s.next_iteration - 1 for s in states.values())
             total = len(states) * self.iterations
@@ -534,8 +565,91 @@ class Explorer:
 
     # ---------------------------------------------------------------- report
 
+    def check_run_dir(self) -> None:
+        """Raise :class:`RunSettingsMismatch` now if :meth:`run` would refuse the run directory
+        (so a caller can report it before drawing progress or building anything else)."""
+        if self.on_existing == "overwrite" or not self.archive_path.exists():
+            return
+        with self.open_store() as store:
+            self._check_reuse(store)
+
+    def _check_reuse(self, store: ExploreStore, *, prompts_only: bool = False) -> dict[str, Any]:
+        """The config to store, once the stored settings allow this run to reuse the results.
+
+        ``prompts_only`` (a dry run, which builds no estimator or pipeline) compares only what
+        the prompts depend on."""
+        config = self.config()
+        stored = store.config()
+        if store.is_empty():
+            return config
+        diffs = differences((stored or {}).get("settings"), config["settings"])
+        if prompts_only:
+            diffs = [d for d in diffs if not d[0].startswith(("estimator", "pipeline", "ast"))]
+        if not diffs:
+            config["extended"] = (stored or {}).get("extended", [])
+            return config
+        grown = [d for d in diffs if d[0] in _EXTENSIBLE and isinstance(d[1], int)
+                 and isinstance(d[2], int) and d[2] > d[1]]
+        others = [d for d in diffs if d not in grown]
+        hint = ("Start over with --overwrite (Explorer(on_existing='overwrite')), or use "
+                "another --run-dir.")
+        if not others and self.on_existing != "extend":
+            hint = ("To add iterations or trials to this run, pass --extend "
+                    "(Explorer(on_existing='extend')); to start over, --overwrite.")
+        if others or self.on_existing != "extend":
+            raise RunSettingsMismatch(str(self.run_dir), diffs, hint)
+        if any(key == "iterations" for key, _, _ in grown):
+            counted = sorted(n for n, m in self.methods.items()
+                             if "iterations" in template_fields(m.prompt_template))
+            if counted:
+                raise RunSettingsMismatch(str(self.run_dir), grown, (
+                    f"cannot extend the iterations: the template of {', '.join(counted)} "
+                    "shows the iteration count ({iterations}), so the earlier prompts said "
+                    "another total; start over with --overwrite."))
+        config["extended"] = [*(stored or {}).get("extended", []),
+                              {key: {"from": old, "to": new} for key, old, new in grown}]
+        log.info("explore_extend", run_dir=str(self.run_dir),
+                 **{key: f"{old}->{new}" for key, old, new in grown})
+        return config
+
+    def settings(self) -> dict[str, Any]:
+        """The result-defining settings (see :mod:`rtlforge.explore.settings`): stored with the
+        run and compared when the run directory is reused."""
+        def task_digest(task: Task) -> str:
+            blob = json.dumps([task.digest(), task.spec, [f.digest() for f in task.golden]])
+            return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+        est = self.estimator
+        estimator: Any = None
+        if est is not None:
+            key = getattr(est, "cache_key", None)
+            estimator = key() if callable(key) else {"name": getattr(est, "name", None)}
+        pipe = self.pipeline
+        return {
+            "version": SETTINGS_VERSION,
+            "methods": {n: {
+                "generator": getattr(m.generator, "name", type(m.generator).__name__),
+                "generator_options": redact(m.generator_options),
+                "template": m.prompt_template.name,
+                "template_digest": template_digest(m.prompt_template),
+                "history": m.history, "history_limit": m.history_limit,
+                "sampling": m.sampling.model_dump(mode="json"),
+                "select": list(m.select), "metadata": dict(m.metadata)}
+                for n, m in self.methods.items()},
+            "tasks": {t: task_digest(self.tasks[t]) for t in sorted(self.tasks)},
+            "iterations": self.iterations, "trials": self.trials,
+            "estimator": estimator,
+            "pipeline": {"validators": [v.cache_key() for v in pipe.validators],
+                         "timeout": pipe.timeout, "options": pipe.options},
+            "ast": (getattr(self.ast_reward, "name", type(self.ast_reward).__name__)
+                    if self.ast_reward is not None else None),
+            "hv_backend": self.hv_backend,
+            "preset": self.preset.name if self.preset else None,
+        }
+
     def config(self) -> dict[str, Any]:
         return {
+            "settings": self.settings(),
             "methods": {n: {"generator": getattr(m.generator, "name", type(m.generator).__name__),
                             "template": m.prompt_template.name, "history": m.history,
                             "history_limit": m.history_limit,

@@ -55,6 +55,9 @@ class Method:
     ``select`` names labels (``method``, ``trial``, ``iteration``, 1-based) each request carries
     in its ``metadata``: a replaying generator uses them to pick the recording of exactly that
     method, trial and iteration. ``metadata`` is added to every request as is.
+    ``generator_options`` are the options the generator was built with: a generator does not
+    keep them, and a run directory is only resumed with the same ones (secret-looking values
+    are stored as a digest).
     """
 
     name: str
@@ -65,6 +68,7 @@ class Method:
     history_limit: int | None = None
     select: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    generator_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         bad = sorted(set(self.select) - {"method", "trial", "iteration"})

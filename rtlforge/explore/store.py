@@ -28,7 +28,13 @@ from rtlforge.explore.models import ExploreRecord
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
 
-__all__ = ["ExploreStore", "group_key"]
+__all__ = ["RUN_FILES", "ExploreStore", "group_key", "remove_run_files"]
+
+#: Every file explore writes into a run directory (the archive with SQLite's side files, and
+#: the report files): what ``--overwrite`` deletes, and nothing else.
+RUN_FILES = ("archive.sqlite", "archive.sqlite-wal", "archive.sqlite-shm",
+             "archive.sqlite-journal", "summary.json", "records.jsonl", "report.html",
+             "candidates.jsonl")
 
 _PREFIX = "explore/"
 _GROUP = _PREFIX + "group/"
@@ -37,6 +43,17 @@ _GOLDEN = _PREFIX + "golden/"
 _CONFIG = _PREFIX + "config"
 
 Group = tuple[str, str, int, int]  # (method, task, trial, iteration)
+
+
+def remove_run_files(run_dir: str | Path) -> list[Path]:
+    """Delete the files explore wrote in ``run_dir`` (others stay); the ones deleted."""
+    removed = []
+    for name in RUN_FILES:
+        path = Path(run_dir) / name
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def group_key(method: str, task: str, trial: int, iteration: int) -> str:
@@ -75,6 +92,11 @@ class ExploreStore:
 
     def set_config(self, config: dict[str, Any]) -> None:
         self.archive.put_meta(_CONFIG, config)
+
+    def is_empty(self) -> bool:
+        """Nothing generated or committed yet (a fresh run, whatever its stored config)."""
+        return len(self.archive) == 0 and not self.archive.meta(_GENERATIONS) \
+            and not self.archive.meta(_GROUP)
 
     def golden(self, task_id: str) -> PPAMeasure | None:
         stored = self.archive.get_meta(_GOLDEN + task_id)

@@ -340,10 +340,13 @@ def load_task(path: str | Path) -> Task:
 
 
 def load_tasks(root: str | Path) -> list[Task]:
-    """Load every direct subdirectory of ``root`` that holds a ``task.toml``, sorted by id."""
+    """Load every direct subdirectory of ``root`` that holds a ``task.toml``, sorted by id;
+    ``root`` itself holding one is a suite of that one task."""
     root = Path(root)
     if not root.is_dir():
         raise TaskFormatError(f"task root {root} does not exist or is not a directory")
+    if (root / TASK_FILE).is_file():
+        return [load_task(root)]
     found: dict[str, tuple[Task, Path]] = {}
     for child in sorted(root.iterdir()):
         if not (child / TASK_FILE).is_file():

@@ -34,6 +34,7 @@ from rtlforge.explore.engine import (
     ExploreEvent,
     Explorer,
     Method,
+    RunSettingsMismatch,
     format_request_id,
     parse_request_id,
 )
@@ -131,7 +132,8 @@ def build_explorer(run_dir: Path, *, tasks: int = 2, iterations: int = 3, n: int
         [Method(name="seq", generator=gen, sampling=SamplingParams(n=n),
                 history="passing-only")],
         iterations=iterations, run_dir=run_dir,
-        pipeline=Pipeline([MarkerValidator(val_delay)]), estimator=MarkerPPA(), **kwargs)
+        pipeline=Pipeline([MarkerValidator(val_delay)]),
+        **{"estimator": MarkerPPA(), **kwargs})
     return explorer, gen
 
 
@@ -434,3 +436,156 @@ def test_repeated_generator_options_collect_into_a_list() -> None:
     raw = _options(("path=a.jsonl", "path=b", "path=c", "n=2", "flag=true"), "--generator-option")
     opts = coerce_option_strings(options_model(Typed), raw, what="generator")
     assert opts == {"path": ["a.jsonl", "b", "c"], "n": 2, "flag": True}
+
+
+# --------------------------------------------------------------------------------------------
+# reusing a run directory: resume only with the same settings, --extend, --overwrite
+# --------------------------------------------------------------------------------------------
+
+
+def _mismatch(explorer: Explorer) -> str:
+    with pytest.raises(RunSettingsMismatch) as info:
+        explorer.run()
+    return str(info.value)
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"template": "spec"}, "methods.seq.template: \"pareto\" (stored) vs \"spec\" (now)"),
+    ({"history": "all"}, "methods.seq.history: \"passing-only\" (stored) vs \"all\" (now)"),
+    ({"temperature": 0.9}, "methods.seq.sampling.temperature: 0.5 (stored) vs 0.9 (now)"),
+    ({"tasks": 1}, "tasks.t1: "),
+    ({"iterations": 2}, "iterations: 3 (stored) vs 2 (now)"),
+    ({"iterations": 4}, "iterations: 3 (stored) vs 4 (now)"),
+    ({"estimator": None}, "estimator.name: \"marker-ppa\" (stored) vs (absent) (now)"),
+    ({"generator_options": {"model": "b"}},
+     "methods.seq.generator_options.model: \"a\" (stored) vs \"b\" (now)"),
+])
+def test_reusing_a_run_dir_with_other_settings_is_refused(
+        tmp_path: Path, change: dict[str, Any], named: str) -> None:
+    """The stored results were made under the first settings: another setting is refused, and
+    the message names it with both values (the run directory is left as it was)."""
+    def make(**over: Any) -> Explorer:
+        explorer, gen = build_explorer(tmp_path / "run", tasks=over.pop("tasks", 2),
+                                       iterations=over.pop("iterations", 3),
+                                       **({"estimator": over.pop("estimator")}
+                                          if "estimator" in over else {}))
+        method = explorer.methods["seq"]
+        explorer.methods["seq"] = Method(
+            name="seq", generator=gen, template=over.pop("template", "pareto"),
+            history=over.pop("history", "passing-only"),
+            sampling=SamplingParams(n=2, temperature=over.pop("temperature", 0.5)),
+            generator_options=over.pop("generator_options", {"model": "a"}))
+        assert method.sampling.n == 2 and not over
+        return explorer
+
+    make().run()
+    before = (tmp_path / "run" / "summary.json").read_text()
+    message = _mismatch(make(**change))
+    assert named in message and "--overwrite" in message
+    assert (tmp_path / "run" / "summary.json").read_text() == before
+    assert make().run().resumed == 6  # the original settings still resume it
+
+
+def test_extend_adds_iterations_and_trials_and_counts_right(tmp_path: Path) -> None:
+    def make(iterations: int, trials: int, **kw: Any) -> tuple[Explorer, ScriptedGenerator]:
+        explorer, gen = build_explorer(tmp_path / "run", tasks=1, iterations=iterations,
+                                       trials=trials, **kw)
+        explorer.methods["seq"] = Method(name="seq", generator=gen, template="paper",
+                                         history="passing-only", sampling=SamplingParams(n=2))
+        return explorer, gen
+
+    make(2, 1)[0].run()
+    grown, _ = make(3, 2)
+    message = _mismatch(grown)  # growing needs the explicit --extend
+    assert "--extend" in message and "iterations: 2 (stored) vs 3 (now)" in message
+    extended, gen = make(3, 2, on_existing="extend")
+    result = extended.run()
+    # trial 1 had iterations 1-2: one more; trial 2 is new: three
+    assert result.resumed == 2 and result.evaluated == 4 and result.candidates == 12
+    assert sorted(r.request_id or "" for r in gen.requests) == sorted(
+        format_request_id("seq", "t0", t, i) for t, i in ((1, 3), (2, 1), (2, 2), (2, 3)))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["samples"] == 12
+    with _store(tmp_path / "run") as store:
+        config = store.config()
+    assert config is not None and config["extended"] == [
+        {"iterations": {"from": 2, "to": 3}, "trials": {"from": 1, "to": 2}}]
+    assert make(3, 2)[0].run().resumed == 6  # extended: a plain resume matches it now
+    # extend is no back door: any other change is still refused
+    other, gen2 = make(4, 2, on_existing="extend")
+    other.methods["seq"] = Method(name="seq", generator=gen2, template="spec",
+                                  history="passing-only", sampling=SamplingParams(n=2))
+    assert "methods.seq.template" in _mismatch(other)
+
+
+def test_extend_refuses_more_iterations_when_the_prompt_shows_the_total(tmp_path: Path) -> None:
+    """pareto's prompt says "circuit k of N": earlier prompts said another N."""
+    build_explorer(tmp_path / "run", tasks=1, iterations=2)[0].run()
+    explorer, _ = build_explorer(tmp_path / "run", tasks=1, iterations=3, on_existing="extend")
+    assert "shows the iteration count" in _mismatch(explorer)
+    more_trials, _ = build_explorer(tmp_path / "run", tasks=1, iterations=2, trials=2,
+                                    on_existing="extend")
+    assert more_trials.run().evaluated == 2
+
+
+def test_overwrite_starts_over_and_deletes_only_explore_files(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    build_explorer(run, tasks=2, iterations=3)[0].run()
+    (run / "notes.txt").write_text("mine")
+    explorer, gen = build_explorer(run, tasks=1, iterations=2, on_existing="overwrite")
+    result = explorer.run()
+    assert result.resumed == 0 and result.evaluated == 2 and result.candidates == 4
+    assert len(gen.requests) == 2 and (run / "notes.txt").read_text() == "mine"
+    assert json.loads((run / "summary.json").read_text())["samples"] == 4
+
+
+def test_harmless_settings_do_not_block_a_resume(tmp_path: Path) -> None:
+    build_explorer(tmp_path / "run", tasks=1, iterations=2)[0].run()
+    again, gen = build_explorer(tmp_path / "run", tasks=1, iterations=2, workers=1,
+                                batch_size=1, max_inflight=2, checkpoints=(1, 2),
+                                title="other")
+    assert again.run().resumed == 2 and gen.calls == []
+
+
+def test_secret_generator_options_are_stored_as_digests(tmp_path: Path) -> None:
+    explorer, gen = build_explorer(tmp_path / "run", tasks=1, iterations=1)
+    explorer.methods["seq"] = Method(name="seq", generator=gen, sampling=SamplingParams(n=2),
+                                     generator_options={"api_key": "sk-very-secret"})
+    explorer.run()
+    with _store(tmp_path / "run") as store:
+        stored = json.dumps(store.config())
+    assert "sk-very-secret" not in stored and "api_key" in stored
+
+
+@pytest.mark.tools
+def test_cli_refuses_a_run_dir_with_swapped_templates(tmp_path: Path) -> None:
+    """The issue's case: the methods' templates swapped; exit 2 naming both, then
+    --overwrite runs it; --extend with --overwrite is a usage error."""
+    base = ["explore", "--tasks", str(TASKS), "--task", "add8_carry",
+            "--generator-option", f"path={RECORDED}", "--select", "method,iteration",
+            "--iterations", "1", "--ppa-estimator", "none", "--no-ast", "--simulator", "icarus",
+            "--run-dir", str(tmp_path / "r"), "--json"]
+    with _skip_without_iverilog():
+        first = _json_out(CliRunner().invoke(cli, [
+            *base, "--method", "pareto=replay:pareto", "--method", "spec=replay:spec"]))
+    assert first["evaluated_groups"] == 2
+    swapped = [*base, "--method", "pareto=replay:spec", "--method", "spec=replay:pareto"]
+    refused = CliRunner().invoke(cli, swapped)
+    assert refused.exit_code == 2, refused.output
+    assert 'methods.pareto.template: "pareto" (stored) vs "spec" (now)' in refused.output
+    assert 'methods.spec.template: "spec" (stored) vs "pareto" (now)' in refused.output
+    both = CliRunner().invoke(cli, [*swapped, "--overwrite", "--extend"])
+    assert both.exit_code == 2 and "not both" in both.output
+    again = _json_out(CliRunner().invoke(cli, [*swapped, "--overwrite"]))
+    assert again["resumed_groups"] == 0 and again["evaluated_groups"] == 2
+
+
+class _skip_without_iverilog:
+    def __enter__(self) -> None:
+        import shutil
+
+        if shutil.which("iverilog") is None:
+            pytest.skip("iverilog not installed")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
