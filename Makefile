@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench tools venv clean test-llm-server
+.PHONY: demo test test-fast lint bench tools venv clean test-llm-server train-example
 
 tools:
 	@bash scripts/install-tools.sh
@@ -27,6 +27,12 @@ demo: tools venv
 		--method pareto=replay:pareto --method spec=replay:spec \
 		--generator-option path=examples/explore/recorded.jsonl --select method,iteration \
 		--iterations 4 --checkpoints 1,2,4 --run-dir runs/demo/explore
+
+# SFT warm start, then PPO with the AST reward from its output (~2 min on 2 CPU cores); the
+# reward per step is in runs/ppo-ast/metrics.jsonl (docs/training.md, "Examples that learn").
+train-example: venv
+	$(BIN)/rtlforge train examples/train/sft-warm.yaml --out runs/sft-warm
+	$(BIN)/rtlforge train examples/train/ppo-ast.yaml --out runs/ppo-ast
 
 test: tools venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib

@@ -1,6 +1,6 @@
 """Supervised fine-tuning on TRL's ``SFTTrainer``: continual pre-training and distillation.
 
-Two data sources, chosen by ``data.kind``:
+Three data sources, chosen by ``data.kind``:
 
 - ``corpus`` (VeriSeek-style continual pre-training): raw Verilog (and C) text from directories,
   globs or ``{"text": ...}`` JSONL files, split into chunks at line boundaries; loss on every token.
@@ -9,6 +9,8 @@ Two data sources, chosen by ``data.kind``:
   samples. Only passing candidates are kept, deduplicated per task by normalised code hash, and
   rendered with a prompt template, so the model learns from the same prompt it is later sampled
   with. Loss is on the completion only (TRL's prompt-completion format).
+- ``pairs``: prompt -> answer rows from a JSONL file, e.g. a warm start for PPO on the prompts
+  PPO later samples (``examples/train/sft-warm.yaml``); loss on the completion only.
 
 Checkpoints use :mod:`rtlforge.trainers.base`'s atomic layout, whose file names are the ones
 ``transformers.Trainer`` resumes from, so resuming restores optimizer, scheduler, RNG and the
@@ -84,9 +86,23 @@ class TrajectoryData(StrictModel):
     chat: bool = True  # conversational prompt/completion (needs a chat template)
 
 
+class PairsData(StrictModel):
+    """Prompt -> answer rows from a JSONL file (e.g. the prompts a PPO run is later sampled with).
+
+    The answer is trained with loss on the completion only; with ``chat`` the prompt is a user turn
+    rendered by the tokenizer's chat template, as ``rtlforge``'s PPO trainer renders its prompts.
+    """
+
+    kind: Literal["pairs"]
+    path: str  # JSONL, one object per line
+    prompt_key: str = "prompt"
+    completion_key: str = "completion"
+    chat: bool = True
+
+
 class SFTConfig(TrainerConfig):
     trainer: Literal["sft"]
-    data: CorpusData | TrajectoryData = Field(discriminator="kind")
+    data: CorpusData | TrajectoryData | PairsData = Field(discriminator="kind")
     learning_rate: float = Field(2e-4, gt=0)
     lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
     warmup_steps: int = Field(0, ge=0)
@@ -160,6 +176,37 @@ def load_corpus(data: CorpusData) -> list[dict[str, str]]:
                          if len(c.strip()) >= data.min_chars]
     if not rows:
         raise TrainerInfraError(f"the corpus {data.paths} holds no usable text")
+    return rows
+
+
+def load_pairs(data: PairsData) -> list[dict[str, Any]]:
+    """TRL prompt/completion rows (conversational with ``chat``) from a JSONL of pairs."""
+    path = Path(data.path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise TrainerInfraError(f"cannot read pairs file {path}: {exc.strerror}") from None
+    rows: list[dict[str, Any]] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise TrainerInfraError(f"{path}:{lineno}: invalid JSON: {exc}") from None
+        values = [record.get(k) if isinstance(record, dict) else None
+                  for k in (data.prompt_key, data.completion_key)]
+        if not all(isinstance(v, str) for v in values):
+            raise TrainerInfraError(f"{path}:{lineno}: expected an object with string fields "
+                                    f"{data.prompt_key!r} and {data.completion_key!r}")
+        prompt, answer = values
+        if data.chat:
+            rows.append({"prompt": [{"role": "user", "content": prompt}],
+                         "completion": [{"role": "assistant", "content": answer}]})
+        else:
+            rows.append({"prompt": prompt, "completion": answer})
+    if not rows:
+        raise TrainerInfraError(f"the pairs file {path} holds no rows")
     return rows
 
 
@@ -369,6 +416,8 @@ class SFTTrainer(Trainer):
         data = self.config.data
         if isinstance(data, CorpusData):
             rows: list[dict[str, Any]] = load_corpus(data)
+        elif isinstance(data, PairsData):
+            rows = load_pairs(data)
         else:
             rows, self.harvest_stats = harvest(data, host=self.host)
             log.info("sft_harvest", **{k: v for k, v in vars(self.harvest_stats).items()})
