@@ -16,11 +16,17 @@ here ever returns a placeholder: a design that cannot be measured raises :class:
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.metadata
+import importlib.util
 import itertools
+import json
 import math
 import os
 import re
 import selectors
+import sys
 import threading
 import time
 import weakref
@@ -33,7 +39,9 @@ from rtlforge.core.errors import (
     DesignError,
     InvalidSourceError,
     RtlforgeError,
+    SandboxError,
     SecurityViolation,
+    ToolMissingError,
     is_infra,
 )
 from rtlforge.core.hookspecs import Register, hookimpl
@@ -203,19 +211,222 @@ def _finite_positive(**values: float) -> None:
 # ---------------------------------------------------------------------------------- estimators
 
 
+#: ``yosys=`` choices: the in-jail pyosys worker, the ``yosys`` binary, or pyosys when installed.
+YOSYS_BACKENDS = ("auto", "pyosys", "binary")
+_WORKER_SCRIPT = Path(__file__).resolve().parents[2] / "eda" / "yosys_worker.py"
+_YOSYS_VERSION = re.compile(r"Yosys\s+(\S+)")
+
+
+@functools.lru_cache(maxsize=1)
+def pyosys_location() -> tuple[Path, str] | None:
+    """The installed pyosys package directory and its version, found without importing it
+    (pyosys parses untrusted Verilog only inside the jail, never in this process)."""
+    try:
+        spec = importlib.util.find_spec("pyosys")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = Path(next(iter(spec.submodule_search_locations))).resolve()
+    try:
+        version = importlib.metadata.version("pyosys")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return package, version
+
+
+class _WorkerDied(Exception):
+    """The persistent worker exited mid-request; retried once on a fresh one."""
+
+
+class _YosysWorker:
+    """One sandboxed pyosys fork server (:mod:`rtlforge.eda.yosys_worker`) with the liberty
+    parsed; used by one thread at a time. Designs reach it through its own workspace."""
+
+    def __init__(self, runner: SandboxRunner, liberty: Path, package: Path, *, timeout: float,
+                 max_jobs: int) -> None:
+        self.runner = runner
+        self.liberty = liberty
+        self.package = package
+        self.timeout = timeout
+        self.max_jobs = max_jobs
+        self.jobs = 0
+        self.version: str | None = None
+        self.scratch = ""
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._workspace = runner.workspace(prefix="rtlforge-yosys-")
+        self.workdir = self._workspace.__enter__()
+
+    def _start(self) -> None:
+        # The fork server itself uses next to no CPU; each job's child inherits the cap.
+        limits = self.runner.limits.model_copy(update={"timeout_s": self.timeout,
+                                                       "cpu_s": max(3600, int(self.timeout) + 5)})
+        self.proc = self.runner.spawn([sys.executable, "-I", str(_WORKER_SCRIPT)], self.workdir,
+                                      limits=limits, ro_paths=[self.liberty, self.package],
+                                      merge_stderr=False)
+        self.jobs = 0
+        ready = self._exchange({"liberty": str(self.liberty),
+                                "path": str(self.package.parent)}, timeout=300)
+        if not ready.get("ready"):
+            self.stop()
+            raise SandboxError(f"the pyosys worker did not start: {ready.get('error')}")
+        self.scratch = str(ready["scratch"])
+        found = _YOSYS_VERSION.search(str(ready.get("version") or ""))
+        self.version = found.group(1) if found else None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            SandboxRunner.kill(self.proc)
+            self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        self._workspace.__exit__(None, None, None)
+
+    def _exchange(self, message: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        body = json.dumps(message).encode()
+        try:
+            self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
+            self.proc.stdin.flush()
+        except OSError as exc:
+            self.stop()
+            raise _WorkerDied(f"the yosys worker is gone: {exc}") from exc
+        deadline = time.monotonic() + timeout
+        buf = bytearray()
+        need: int | None = None
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while need is None or len(buf) < need:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.stop()
+                    raise PPATimeoutError(f"the yosys worker ran past {timeout:g} s",
+                                          stage="synth")
+                if not sel.select(timeout=min(remaining, 1.0)):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    self.stop()
+                    raise _WorkerDied("the yosys worker exited")
+                buf += chunk
+                if need is None and len(buf) >= 4:
+                    need = 4 + int.from_bytes(buf[:4], "big")
+                    if need > 64 * self.runner.limits.output_bytes:
+                        self.stop()
+                        raise PPAError("the yosys worker's reply is too large", stage="synth")
+        reply = json.loads(bytes(buf[4:need]))
+        if not isinstance(reply, dict):
+            self.stop()
+            raise _WorkerDied(f"unexpected reply {reply!r}")
+        return reply
+
+    def synthesise(self, files: Sequence[SourceFile], commands: Sequence[str],
+                   outputs: Sequence[str]) -> dict[str, Any]:
+        """Put ``files`` into the worker's workspace, run ``commands`` in a fresh fork (``{out}``
+        in a command is the job's output folder) and return the reply. The files are removed
+        afterwards, so no design can read another's."""
+        if self.proc is not None and self.jobs >= self.max_jobs:
+            self.stop()
+        try:
+            for attempt in (0, 1):
+                try:
+                    if self.proc is None or self.proc.poll() is not None:
+                        self.stop()
+                        self._start()
+                    self.runner.put(self.workdir, files, role="design")
+                    self.jobs += 1
+                    out = f"{self.scratch}/job"
+                    return self._exchange(
+                        {"commands": [c.replace("{out}", out) for c in commands],
+                         "outputs": list(outputs), "timeout": self.timeout,
+                         "log_limit": 400_000},
+                        timeout=self.timeout + 30)
+                except _WorkerDied as exc:
+                    if attempt:  # died twice on the same design: blame the design
+                        raise PPAError("the yosys worker crashed on this design",
+                                       stage="synth", log=str(exc)) from None
+            raise AssertionError("unreachable")
+        finally:
+            for name in os.listdir(self.workdir):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.workdir / name)
+
+
+def _close_all(procs: list[Any], lock: threading.Lock) -> None:
+    with lock:
+        for proc in procs:
+            proc.close()
+        procs.clear()
+
+
+def _json_stats(text: str | None, top: str) -> tuple[dict[str, int], float | None]:
+    """Cell counts and (with ``-liberty``) area from ``stat -json``: the design totals when
+    the design keeps a hierarchy, else the top module's."""
+    if not text:
+        return {}, None
+    data = json.loads(text)
+    block = data.get("design") or data.get("modules", {}).get(f"\\{top}") or {}
+    counts = {str(k): int(v) for k, v in block.get("num_cells_by_type", {}).items()}
+    area = block.get("area")
+    return counts, float(area) if area is not None else None
+
+
 class _YosysFlow(PPAEstimator):
-    """Shared yosys front half: write the candidate, synthesise, map onto the library."""
+    """Shared yosys front half: write the candidate, synthesise, map onto the library.
+
+    ``yosys="pyosys"`` synthesises in a persistent sandboxed pyosys worker per thread (yosys and
+    the liberty load once; each design runs in a fresh fork); ``"binary"`` runs one ``yosys``
+    process per design; ``"auto"`` (default) takes pyosys when it is installed (the
+    ``rtlforge[pyosys]`` extra). The two are different yosys versions, whose numbers differ:
+    the version is in :meth:`cache_key` and in every result's ``tools``.
+    """
 
     name: ClassVar[str]
 
     def __init__(self, *, liberty: str | Path | None = None,
                  dont_use: Sequence[str] | None = None, timeout: float = 300.0,
-                 flatten: bool = True) -> None:
+                 flatten: bool = True, yosys: str = "auto", max_jobs: int = 2000) -> None:
+        if yosys not in YOSYS_BACKENDS:
+            raise ValueError(f"yosys must be one of {YOSYS_BACKENDS}, not {yosys!r}")
         self.liberty_source = liberty
         self.dont_use = tuple(dont_use) if dont_use is not None else None
         self.timeout = timeout
         self.flatten = flatten
+        self.yosys = yosys
+        self.max_jobs = max_jobs
         self._liberty: tuple[Path, LibertyInfo] | None = None
+        self._init_sessions()
+
+    def _init_sessions(self) -> None:
+        self._local = threading.local()
+        self._procs: list[Any] = []
+        self._procs_lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _close_all, self._procs, self._procs_lock)
+
+    # Picklable for process pools: live processes stay behind, each copy starts its own.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for key in ("_local", "_procs", "_procs_lock", "_finalizer"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_sessions()
+
+    def close(self) -> None:
+        """Stop this estimator's worker processes (also done at garbage collection and exit)."""
+        _close_all(self._procs, self._procs_lock)
+        self._local = threading.local()
+
+    def __enter__(self) -> _YosysFlow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def liberty(self) -> tuple[Path, LibertyInfo]:
@@ -224,13 +435,44 @@ class _YosysFlow(PPAEstimator):
             self._liberty = resolve_liberty(self.liberty_source, self.dont_use)
         return self._liberty
 
+    @property
+    def backend(self) -> str:
+        """``pyosys`` or ``binary``: what ``yosys=`` resolves to here."""
+        if self.yosys == "binary" or (self.yosys == "auto" and pyosys_location() is None):
+            return "binary"
+        if pyosys_location() is None:
+            raise ToolMissingError("pyosys", "Install the pyosys extra: "
+                                   "`pip install 'rtlforge[pyosys]'` (or pass yosys='binary').")
+        return "pyosys"
+
+    def yosys_version(self) -> str:
+        """``pyosys X`` or ``yosys X``: the synthesis tool and version results depend on."""
+        if self.backend == "pyosys":
+            found = pyosys_location()
+            return f"pyosys {found[1] if found else 'unknown'}"
+        found = _YOSYS_VERSION.search(find_tool(YOSYS).version or "")
+        return f"yosys {found.group(1) if found else 'unknown'}"
+
     def cache_key(self) -> dict[str, Any]:
         path, _ = self.liberty
-        return {"name": self.name, "liberty": path.name, "flatten": self.flatten}
+        return {"name": self.name, "liberty": path.name, "flatten": self.flatten,
+                "yosys": self.yosys_version()}
 
     def _abc_command(self, lib: Path, period_ns: float | None) -> str:
         delay = f" -D {period_ns * 1000:g}" if period_ns else ""
         return f"abc -liberty {lib}{delay}"
+
+    def _worker(self, runner: SandboxRunner) -> _YosysWorker:
+        worker: _YosysWorker | None = getattr(self._local, "yosys", None)
+        if worker is None or worker.runner is not runner:
+            found = pyosys_location()
+            assert found is not None
+            worker = _YosysWorker(runner, self.liberty[0], found[0], timeout=self.timeout,
+                                  max_jobs=self.max_jobs)
+            with self._procs_lock:
+                self._procs.append(worker)
+            self._local.yosys = worker
+        return worker
 
     def _synthesise(self, candidate: Candidate, top: str, runner: SandboxRunner, workdir: Path,
                     period_ns: float | None) -> _Synth:
@@ -238,25 +480,25 @@ class _YosysFlow(PPAEstimator):
         if period_ns is not None and not (math.isfinite(period_ns) and period_ns > 0):
             raise ValueError(f"period_ns must be a positive number, not {period_ns!r}")
         lib, _ = self.liberty
+        sources = compiled_sources(f.name for f in candidate.files)
+        if not sources:
+            raise PPAError("the candidate has no Verilog source file", stage="synth")
+        front = (f"read_verilog -sv {' '.join(sources)}",
+                 f"hierarchy -check -top {top}",
+                 f"synth {'-flatten ' if self.flatten else ''}-top {top}")
+        back = (f"dfflibmap -liberty {lib}",
+                self._abc_command(lib, period_ns),
+                # -purge drops internal aliases of ports, which write_verilog would emit as
+                # `assign {a, b} = ...`: OpenSTA 2019 cannot read a concatenation on the left.
+                "opt_clean -purge")
+        if self.backend == "pyosys":
+            return self._synthesise_pyosys(candidate, top, runner, workdir, front, back)
         try:
             runner.put(workdir, candidate.files, role="design")
         except (SecurityViolation, InvalidSourceError) as exc:
             raise PPAError(f"refused by the security check: {exc}", stage="security") from exc
-        sources = compiled_sources(f.name for f in candidate.files)
-        if not sources:
-            raise PPAError("the candidate has no Verilog source file", stage="synth")
-        script = "; ".join((
-            f"read_verilog -sv {' '.join(sources)}",
-            f"hierarchy -check -top {top}",
-            f"synth {'-flatten ' if self.flatten else ''}-top {top}",
-            f"dfflibmap -liberty {lib}",
-            self._abc_command(lib, period_ns),
-            # -purge drops internal aliases of ports, which write_verilog would emit as
-            # `assign {a, b} = ...`: OpenSTA 2019 cannot read a concatenation on the left.
-            "opt_clean -purge",
-            f"stat -liberty {lib}",
-            f"write_verilog -noattr {_NETLIST}",
-        ))
+        script = "; ".join((*front, *back, f"stat -liberty {lib}",
+                            f"write_verilog -noattr {_NETLIST}"))
         run = runner.run(["yosys", "-q", "-l", "yosys.log", "-p", script], cwd=workdir,
                          timeout=self.timeout, ro_paths=[lib], tool=YOSYS)
         log_file = workdir / "yosys.log"
@@ -273,22 +515,61 @@ class _YosysFlow(PPAEstimator):
         area = _AREA.findall(mapped_log)
         if not mapped or not area:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
-        unmapped = sorted(c for c in mapped[-1] if c.startswith("$"))
+        netlist = workdir / _NETLIST
+        return self._synth_result(
+            top, log, generic[-1] if generic else {}, mapped[-1], float(area[-1]),
+            _STIME.findall(mapped_log), netlist.read_text(), runner, workdir, run.seconds,
+            run.tool)
+
+    def _synthesise_pyosys(self, candidate: Candidate, top: str, runner: SandboxRunner,
+                           workdir: Path, front: Sequence[str], back: Sequence[str]) -> _Synth:
+        lib, _ = self.liberty
+        worker = self._worker(runner)
+        start = time.perf_counter()
+        commands = (*front, "tee -q -o {out}/generic.json stat -json", *back,
+                    f"tee -q -o {{out}}/mapped.json stat -json -liberty {lib}",
+                    f"write_verilog -noattr {{out}}/{_NETLIST}")
+        try:
+            reply = worker.synthesise(candidate.files, commands,
+                                      ("generic.json", "mapped.json", _NETLIST))
+        except (SecurityViolation, InvalidSourceError) as exc:
+            raise PPAError(f"refused by the security check: {exc}", stage="security") from exc
+        seconds = time.perf_counter() - start
+        log = str(reply.get("log", ""))
+        outputs = reply.get("outputs") or {}
+        if reply.get("timed_out"):
+            raise PPATimeoutError(f"yosys ran past {self.timeout:g} s", stage="synth", log=log)
+        if reply.get("rc") != 0 or not outputs.get(_NETLIST):
+            errors = _YOSYS_ERROR.findall(log)
+            message = (errors[0].strip() if errors else
+                       f"exit status {reply.get('rc')}: " +
+                       " | ".join(log.strip().splitlines()[-3:]))
+            raise PPAError(f"yosys could not synthesise {top!r}: {message}", stage="synth",
+                           log=log)
+        generic, _ = _json_stats(outputs.get("generic.json"), top)
+        mapped, area = _json_stats(outputs.get("mapped.json"), top)
+        if area is None:
+            raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
+        tool = ToolInfo(name="pyosys", version=worker.version, path=str(worker.package))
+        return self._synth_result(top, log, generic, mapped, area, _STIME.findall(log),
+                                  outputs[_NETLIST], runner, workdir, seconds, tool)
+
+    def _synth_result(self, top: str, log: str, generic: dict[str, int],
+                      mapped: dict[str, int], area: float, stime: list[str], netlist_text: str,
+                      runner: SandboxRunner, workdir: Path, seconds: float,
+                      tool: ToolInfo | None) -> _Synth:
+        unmapped = sorted(c for c in mapped if c.startswith("$"))
         if unmapped:
             raise PPAError(f"cells with no match in the library (latches?): {unmapped}",
                            stage="synth", log=log)
-        flops = sum(n for c, n in (generic[-1] if generic else {}).items()
-                    if _SEQUENTIAL.match(c))
-        stime = _STIME.findall(mapped_log)
+        flops = sum(n for c, n in generic.items() if _SEQUENTIAL.match(c))
         netlist = workdir / _NETLIST
-        runner.put(workdir, [SourceFile(name=_NETLIST,
-                                        content=_split_concat_assigns(netlist.read_text()))],
-                   role="netlist")
+        text = _split_concat_assigns(netlist_text)
+        runner.put(workdir, [SourceFile(name=_NETLIST, content=text)], role="netlist")
         return _Synth(
-            area_um2=float(area[-1]), cells=sum(mapped[-1].values()), flops=flops,
-            cell_counts=mapped[-1], netlist=netlist,
-            inputs=_netlist_inputs(netlist.read_text()),
-            stime_ps=float(stime[-1]) if stime else None, seconds=run.seconds, tool=run.tool,
+            area_um2=area, cells=sum(mapped.values()), flops=flops, cell_counts=mapped,
+            netlist=netlist, inputs=_netlist_inputs(text),
+            stime_ps=float(stime[-1]) if stime else None, seconds=seconds, tool=tool,
         )
 
     def _details(self, synth: _Synth, **extra: Any) -> dict[str, Any]:
@@ -468,11 +749,6 @@ class _StaDied(Exception):
     """The persistent sta exited mid-query (crash or CPU limit); retried once on a fresh one."""
 
 
-def _close_all(procs: list[_StaProcess], lock: threading.Lock) -> None:
-    with lock:
-        for proc in procs:
-            proc.close()
-        procs.clear()
 
 
 class YosysStaPPA(_YosysFlow):
@@ -493,8 +769,9 @@ class YosysStaPPA(_YosysFlow):
                  period_ns: float = 10.0, input_transition_ns: float = 0.05,
                  output_load_pf: float = 0.005, persistent: bool = True,
                  timeout: float = 300.0, sta_timeout: float = 60.0, max_queries: int = 500,
-                 flatten: bool = True) -> None:
-        super().__init__(liberty=liberty, dont_use=dont_use, timeout=timeout, flatten=flatten)
+                 flatten: bool = True, yosys: str = "auto", max_jobs: int = 2000) -> None:
+        super().__init__(liberty=liberty, dont_use=dont_use, timeout=timeout, flatten=flatten,
+                         yosys=yosys, max_jobs=max_jobs)
         if not 0 < activity <= 2:
             raise ValueError(f"activity is toggles per clock period, in (0, 2]: {activity!r}")
         for key, value in (("period_ns", period_ns), ("input_transition_ns", input_transition_ns),
@@ -508,35 +785,9 @@ class YosysStaPPA(_YosysFlow):
         self.persistent = persistent
         self.sta_timeout = sta_timeout
         self.max_queries = max_queries
-        self._init_sessions()
-
-    def _init_sessions(self) -> None:
-        self._local = threading.local()
-        self._procs: list[_StaProcess] = []
-        self._procs_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_all, self._procs, self._procs_lock)
-
-    # Picklable for process pools: live sta processes stay behind, each copy starts its own.
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for key in ("_local", "_procs", "_procs_lock", "_finalizer"):
-            state.pop(key, None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._init_sessions()
-
-    def close(self) -> None:
-        """Stop this estimator's sta processes (also done at garbage collection and exit)."""
-        _close_all(self._procs, self._procs_lock)
-        self._local = threading.local()
 
     def __enter__(self) -> YosysStaPPA:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def cache_key(self) -> dict[str, Any]:
         return {**super().cache_key(), "activity": self.activity, "period_ns": self.period_ns,
@@ -592,7 +843,7 @@ class YosysStaPPA(_YosysFlow):
 
     def _session(self, runner: SandboxRunner) -> _StaProcess:
         proc: _StaProcess | None = getattr(self._local, "proc", None)
-        if proc is None:
+        if proc is None or proc.runner is not runner:
             proc = _StaProcess(runner, self.liberty[0], timeout=self.sta_timeout,
                                max_queries=self.max_queries)
             with self._procs_lock:
