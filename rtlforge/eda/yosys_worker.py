@@ -82,6 +82,7 @@ def _run_child(ys: Any, commands: list[str], log_path: str) -> None:
         sys.stdout.write(f"\nERROR: {type(exc).__name__}: {exc}\n")
         code = 1
     sys.stdout.flush()
+    _flush_c_stdio()  # os._exit skips libc's exit handlers: the log would lose its tail
     os._exit(code)
 
 

@@ -52,6 +52,7 @@ from rtlforge.eda.liberty import (
     SKY130_DONT_USE,
     LibertyError,
     LibertyInfo,
+    latch_techmap,
     liberty_info,
     prepare_liberty,
 )
@@ -86,6 +87,10 @@ class PPATimeoutError(PPAError):
 
 #: Ports taken as the clock when the caller names none (compared case-insensitively).
 CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "clk_in", "aclk")
+#: When none of those is an input of a sequential design: 1-bit inputs named like a clock of
+#: one of several domains (wclk, rclk, clk_a, sys_clk, clk50) and not like a clock *enable*.
+_CLOCK_LIKE = re.compile(r"(?:[a-z0-9]{1,4}_?)?(?:clk|clock)(?:_?[a-z0-9]{1,4})?|clk|clock")
+_NOT_A_CLOCK = re.compile(r"(?:en|ena|enable|sel|gate|cnt|count|out)$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # spliced into yosys and Tcl: no '$', no '\'
 _NETLIST = "rtlforge_netlist.v"
 _STA_NETLIST = "rtlforge_sta_netlist.v"
@@ -143,7 +148,8 @@ def cell_leakage(path: Path) -> dict[str, float]:
 _AREA = re.compile(r"Chip area for (?:top )?module '[^']*':\s*([0-9.eE+-]+)")
 _STAT_CELLS = re.compile(r"Number of cells:\s+(\d+)((?:\n\s+\S+\s+\d+)*)")
 _STIME = re.compile(r"Delay\s*=\s*([0-9.eE+-]+)\s*ps")
-_YOSYS_ERROR = re.compile(r"^ERROR:.*$", re.MULTILINE)
+#: yosys' error line, with or without a ``file:line:`` prefix.
+_YOSYS_ERROR = re.compile(r"^(?:\S+:\d[\d.-]*: )?ERROR:.*$", re.MULTILINE)
 _SEQUENTIAL = re.compile(r"^\$_(?:S?DFF|DFFE|SDFFC?E|DFFSRE?|ALDFFE?|DLATCH|SR)")
 
 
@@ -193,7 +199,81 @@ def _split_concat_assigns(netlist: str) -> str:
         pad = match.group(1)
         return "\n".join(f"{pad}assign {a} = {b};" for a, b in zip(lhs, rhs, strict=True))
 
-    return _CONCAT_ASSIGN.sub(split, netlist)
+    return _bit_blast_concats(_CONCAT_ASSIGN.sub(split, netlist))
+
+
+_DECL = re.compile(r"^\s*(?:input|output|inout|wire|reg)\s+(?:\[(\d+):(\d+)\]\s*)?"
+                   r"(\\\S+|[A-Za-z_][\w$]*)\s*;", re.M)
+_ASSIGN = re.compile(r"^(\s*)assign\s+([^=;]*)=\s*([^;]*);", re.M)
+_ELEMENT = re.compile(
+    r"\s*(?:(\d+)'([bhdo])([0-9a-fA-FxXzZ_]+)"            # sized constant
+    r"|(\\\S+|[A-Za-z_][\w$]*)\s*(?:\[(\d+)(?::(\d+))?\])?)\s*(?:,|$)")
+
+
+def _element_bits(text: str, widths: dict[str, tuple[int, int] | None]) -> list[str] | None:
+    """The bits (MSB first) of ``a``, ``a[3]``, ``a[3:0]``, ``4'hA`` or ``{...}`` of those;
+    None for anything else (left as it is)."""
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    bits: list[str] = []
+    pos = 0
+    while pos < len(text):
+        match = _ELEMENT.match(text, pos)
+        if match is None or match.end() == pos:
+            return None
+        pos = match.end()
+        size, base, digits, name, hi, lo = match.groups()
+        if size is not None:
+            width = int(size)
+            digits = digits.replace("_", "").lower()
+            if base == "d" or (any(c in "xz" for c in digits) and base != "b"):
+                if any(c in "xz" for c in digits):
+                    bits += ["1'bx"] * width
+                    continue
+                value = format(int(digits), "b")
+            else:
+                per = {"b": 1, "o": 3, "h": 4}[base]
+                value = "".join(c * per if c in "xz" else format(int(c, 16), f"0{per}b")
+                                for c in digits)
+            value = value.rjust(width, "0")[-width:]
+            bits += [f"1'b{c}" for c in value]
+            continue
+        sep = " " if name.startswith("\\") else ""
+        if hi is None:
+            rng = widths.get(name, "missing")
+            if rng == "missing":
+                return None
+            if rng is None:
+                bits.append(name)
+                continue
+            hi_i, lo_i = rng
+        else:
+            hi_i, lo_i = int(hi), int(lo) if lo is not None else int(hi)
+        step = -1 if hi_i >= lo_i else 1
+        bits += [f"{name}{sep}[{i}]" for i in range(hi_i, lo_i + step, step)]
+    return bits
+
+
+def _bit_blast_concats(netlist: str) -> str:
+    """Any assign still holding a concatenation (mixed widths, constants, a bus on the left),
+    as one assign per bit: OpenSTA 2019 reads none of those forms, and dropped such nets
+    without a word (an output driven straight from inputs then had no timing path)."""
+    if "{" not in netlist:
+        return netlist
+    widths: dict[str, tuple[int, int] | None] = {
+        name: (int(hi), int(lo)) if hi else None for hi, lo, name in _DECL.findall(netlist)}
+
+    def split(match: re.Match[str]) -> str:
+        if "{" not in match.group(2) and "{" not in match.group(3):
+            return match.group(0)
+        lhs, rhs = _element_bits(match.group(2), widths), _element_bits(match.group(3), widths)
+        if lhs is None or rhs is None or len(lhs) != len(rhs):
+            return match.group(0)
+        pad = match.group(1)
+        return "\n".join(f"{pad}assign {a} = {b};" for a, b in zip(lhs, rhs, strict=True))
+
+    return _ASSIGN.sub(split, netlist)
 
 
 def _check_identifier(name: str, what: str) -> None:
@@ -206,6 +286,49 @@ def _finite_positive(**values: float) -> None:
         if not (math.isfinite(value) and value > 0):
             raise PPAError(f"{key} came out as {value!r}: the design has nothing to measure "
                            "(no cells or no timed path)", stage="check")
+
+
+_NO_DRIVER = re.compile(r"Warning: Wire \S+?\.\\?(\S+) is used but has no driver")
+
+
+#: What a yosys error means for the design, where its own words do not say it.
+_YOSYS_HINTS = (
+    ("Multiple edge sensitive events", "an always block lists an edge (e.g. an asynchronous "
+     "reset) that its body does not test as one, so it is no flip-flop yosys can build"),
+    ("non-synthesizable event list", "an always block's event list mixes edges and levels "
+     "(e.g. `@(posedge clk or rst)`), which only a simulator can run"),
+)
+
+
+def _synth_failure(top: str, errors: list[str], log: str, rc: object = None) -> PPAError:
+    if errors:
+        message = errors[0].strip()
+    else:
+        tail = " | ".join(log.strip().splitlines()[-3:])
+        message = f"exit status {rc}: {tail}" if rc is not None else tail
+    hint = next((why for key, why in _YOSYS_HINTS if key in message), None)
+    return PPAError(f"yosys could not synthesise {top!r}: {message}"
+                    + (f" ({hint})" if hint else ""), stage="synth", log=log)
+
+
+def _no_cells(top: str, log: str) -> PPAError:
+    undriven = sorted(set(_NO_DRIVER.findall(log)))
+    why = f" (undriven: {', '.join(undriven)})" if undriven else ""
+    return PPAError(f"{top!r} synthesises to no cells at all: every output is constant or "
+                    f"undriven{why}; delays and initial blocks are simulation-only, so there is "
+                    "no hardware to measure", stage="synth", log=log)
+
+
+def _unmapped_reason(cells: list[str]) -> str:
+    kinds = []
+    if any(c.startswith("$_DLATCH") for c in cells):
+        kinds.append("a latch (the library has no latch cell this yosys can map onto)")
+    if any(c.startswith("$_ALDFF") for c in cells):
+        kinds.append("an asynchronous-load flip-flop (reset or set to a signal rather than a "
+                     "constant, e.g. `always @(posedge clk or posedge rst) if (rst) q <= d;`"
+                     "): the library has no cell for it (standard-cell libraries rarely do)")
+    what = "; ".join(kinds) if kinds else "generic cells"
+    return f"cells with no match in the library: {cells}: {what}"
 
 
 # ---------------------------------------------------------------------------------- estimators
@@ -497,22 +620,27 @@ class _YosysFlow(PPAEstimator):
             runner.put(workdir, candidate.files, role="design")
         except (SecurityViolation, InvalidSourceError) as exc:
             raise PPAError(f"refused by the security check: {exc}", stage="security") from exc
+        # yosys 0.23 maps no latch: the library's latch cell is put in by a techmap instead.
+        latches = latch_techmap(lib)
+        if latches is not None:
+            back = (back[0], f"techmap -map {latches}", *back[1:])
         script = "; ".join((*front, *back, f"stat -liberty {lib}",
                             f"write_verilog -noattr {_NETLIST}"))
         run = runner.run(["yosys", "-q", "-l", "yosys.log", "-p", script], cwd=workdir,
-                         timeout=self.timeout, ro_paths=[lib], tool=YOSYS)
+                         timeout=self.timeout, ro_paths=[lib, *([latches] if latches else [])],
+                         tool=YOSYS)
         log_file = workdir / "yosys.log"
         log = log_file.read_text(errors="replace") if log_file.exists() else run.output
         if run.timed_out:
             raise PPATimeoutError(f"yosys ran past {self.timeout:g} s", stage="synth", log=log)
         if not run.ok:
-            errors = _YOSYS_ERROR.findall(run.output) or _YOSYS_ERROR.findall(log)
-            message = errors[0].strip() if errors else " | ".join(log.strip().splitlines()[-3:])
-            raise PPAError(f"yosys could not synthesise {top!r}: {message}", stage="synth",
-                           log=log)
+            raise _synth_failure(
+                top, _YOSYS_ERROR.findall(run.output) or _YOSYS_ERROR.findall(log), log)
         before_map, _, mapped_log = log.partition("Executing DFFLIBMAP pass")
         generic, mapped = _stat_blocks(before_map), _stat_blocks(mapped_log)
         area = _AREA.findall(mapped_log)
+        if mapped and not mapped[-1]:
+            raise _no_cells(top, log)
         if not mapped or not area:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
         netlist = workdir / _NETLIST
@@ -540,14 +668,11 @@ class _YosysFlow(PPAEstimator):
         if reply.get("timed_out"):
             raise PPATimeoutError(f"yosys ran past {self.timeout:g} s", stage="synth", log=log)
         if reply.get("rc") != 0 or not outputs.get(_NETLIST):
-            errors = _YOSYS_ERROR.findall(log)
-            message = (errors[0].strip() if errors else
-                       f"exit status {reply.get('rc')}: " +
-                       " | ".join(log.strip().splitlines()[-3:]))
-            raise PPAError(f"yosys could not synthesise {top!r}: {message}", stage="synth",
-                           log=log)
+            raise _synth_failure(top, _YOSYS_ERROR.findall(log), log, reply.get("rc"))
         generic, _ = _json_stats(outputs.get("generic.json"), top)
         mapped, area = _json_stats(outputs.get("mapped.json"), top)
+        if not mapped:
+            raise _no_cells(top, log)
         if area is None:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
         tool = ToolInfo(name="pyosys", version=worker.version, path=str(worker.package))
@@ -558,10 +683,11 @@ class _YosysFlow(PPAEstimator):
                       mapped: dict[str, int], area: float, stime: list[str], netlist_text: str,
                       runner: SandboxRunner, workdir: Path, seconds: float,
                       tool: ToolInfo | None) -> _Synth:
+        if not mapped:
+            raise _no_cells(top, log)
         unmapped = sorted(c for c in mapped if c.startswith("$"))
         if unmapped:
-            raise PPAError(f"cells with no match in the library (latches?): {unmapped}",
-                           stage="synth", log=log)
+            raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
         flops = sum(n for c, n in generic.items() if _SEQUENTIAL.match(c))
         netlist = workdir / _NETLIST
         text = _split_concat_assigns(netlist_text)
@@ -797,47 +923,76 @@ class YosysStaPPA(_YosysFlow):
     # ------------------------------------------------------------------ constraints
 
     def _pick_clock(self, synth: _Synth, clock: str | None) -> str | None:
+        """The clock port(s), comma-separated: ``clock`` (a task's hint or the caller's), else
+        the first 1-bit input with a usual clock name, else, for a sequential design only,
+        every 1-bit input whose name reads as a clock (``wclk``, ``clk_a``: designs with
+        several clock domains). None: combinational, timed under a virtual clock."""
         names = {name: width for name, width in synth.inputs}
         if clock is not None:
-            _check_identifier(clock, "clock")
-            if clock not in names:
-                raise PPAError(f"clock port {clock!r} is not an input of the design "
-                               f"(inputs: {sorted(names)})", stage="sta")
-            return clock
+            picked = [c.strip() for c in clock.split(",") if c.strip()]
+            if not picked:
+                raise ValueError(f"clock names no port: {clock!r}")
+            for name in picked:
+                _check_identifier(name, "clock")
+                if name not in names:
+                    raise PPAError(f"clock port {name!r} is not an input of the design "
+                                   f"(inputs: {sorted(names)})", stage="sta")
+            return ",".join(dict.fromkeys(picked))
         for name, width in synth.inputs:
             if width == 1 and name.lower() in CLOCK_NAMES:
                 return name
-        if synth.flops:
-            raise PPAError("sequential design with no recognisable clock port "
-                           f"(looked for {', '.join(CLOCK_NAMES)}); pass clock=NAME",
-                           stage="sta")
-        return None
+        if not synth.flops:
+            return None
+        found = [name for name, width in synth.inputs
+                 if width == 1 and _CLOCK_LIKE.fullmatch(name.lower())
+                 and not _NOT_A_CLOCK.search(name.lower())]
+        if found:
+            return ",".join(found)
+        raise PPAError("sequential design with no recognisable clock port (looked for "
+                       f"{', '.join(CLOCK_NAMES)} and names like wclk or clk_a among its 1-bit "
+                       f"inputs {sorted(n for n, w in synth.inputs if w == 1)}); name it with "
+                       "--clock NAME (several: --clock A,B) or the task's metadata "
+                       "ppa_clock", stage="sta")
 
     def sta_commands(self, netlist: Path, top: str, clock: str | None, period_ns: float) -> str:
         """The Tcl that times and powers one linked netlist (library units throughout)."""
         units = self.liberty[1].units
         period = units.to_lib_time(period_ns)
-        if clock is None:
+        clocks = clock.split(",") if clock is not None else []
+        if not clocks:
             clk, inputs = _VIRTUAL_CLOCK, "[all_inputs]"
             make_clock = f"create_clock -name {clk} -period {period:g}"
         else:
-            clk, inputs = clock, f"[delete_from_list [all_inputs] [get_ports {{{clock}}}]]"
-            make_clock = f"create_clock -name {clk} -period {period:g} [get_ports {{{clock}}}]"
-        return "\n".join((
+            ports = " ".join(clocks)
+            clk, inputs = clocks[0], f"[delete_from_list [all_inputs] [get_ports {{{ports}}}]]"
+            make_clock = "; ".join(f"create_clock -name {c} -period {period:g} "
+                                   f"[get_ports {{{c}}}]" for c in clocks)
+        # Several clocks: unrelated domains (cross-domain paths go through synchronisers and are
+        # not timed); every input and output is constrained against each clock, so the paths
+        # inside each domain are.
+        extra = clocks[1:]
+        groups = (f"set_clock_groups -asynchronous {' '.join(f'-group {{{c}}}' for c in clocks)}"
+                  if extra else "")
+        more_in = "".join(f"; set_input_delay 0 -clock {c} -add_delay $rtlforge_in"
+                          for c in extra)
+        more_out = "".join(f"; set_output_delay 0 -clock {c} -add_delay $rtlforge_out"
+                           for c in extra)
+        return "\n".join(line for line in (
             f"read_verilog {{{netlist}}}",
             f"link_design {top}",
             make_clock,
+            groups,
             f"set rtlforge_in {inputs}",
             "if {[llength $rtlforge_in]} { set_input_delay 0 -clock "
-            f"{clk} $rtlforge_in; set_input_transition "
+            f"{clk} $rtlforge_in{more_in}; set_input_transition "
             f"{units.to_lib_time(self.input_transition_ns):g} $rtlforge_in }}",
             "set rtlforge_out [all_outputs]",
-            f"if {{[llength $rtlforge_out]}} {{ set_output_delay 0 -clock {clk} $rtlforge_out; "
-            f"set_load {units.to_lib_cap(self.output_load_pf):g} $rtlforge_out }}",
+            f"if {{[llength $rtlforge_out]}} {{ set_output_delay 0 -clock {clk} $rtlforge_out"
+            f"{more_out}; set_load {units.to_lib_cap(self.output_load_pf):g} $rtlforge_out }}",
             "report_checks -path_delay max -digits 6",
             f"set_power_activity -global -activity {self.activity:g}",
             "report_power -digits 6",
-        ))
+        ) if line)
 
     # ------------------------------------------------------------------ running sta
 
