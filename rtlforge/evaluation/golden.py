@@ -21,7 +21,21 @@ from rtlforge.core.interfaces import PPAEstimator
 from rtlforge.core.models import Candidate, PPAResult, Task
 from rtlforge.sandbox.runner import SandboxRunner
 
-__all__ = ["GoldenPPA", "PPAMeasure", "error_measure", "measure_ppa"]
+__all__ = ["PPA_CLOCK_KEY", "GoldenPPA", "PPAMeasure", "error_measure", "measure_ppa",
+           "task_ppa_options"]
+
+#: Task metadata key naming the clock port(s) for PPA (``"wclk,rclk"``), for designs whose
+#: clock the estimator cannot recognise by name.
+PPA_CLOCK_KEY = "ppa_clock"
+
+
+def task_ppa_options(task: Task | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` plus the task's clock hint (metadata ``ppa_clock``) unless a clock is set."""
+    out = dict(options)
+    hint = task.metadata.get(PPA_CLOCK_KEY) if task is not None else None
+    if isinstance(hint, str) and hint and out.get("clock") is None:
+        out["clock"] = hint
+    return out
 
 _FLAT_KEYS = ("power", "delay", "area")
 
@@ -175,7 +189,8 @@ class GoldenPPA:
     def _estimate(self, task: Task) -> PPAMeasure:
         candidate = Candidate(files=task.golden, task_id=task.id)
         try:
-            ppa = self.estimator.estimate(candidate, task.top, self.runner, **self.options)
+            ppa = self.estimator.estimate(candidate, task.top, self.runner,
+                                          **task_ppa_options(task, self.options))
         except Exception as exc:
             if is_infra(exc):
                 raise

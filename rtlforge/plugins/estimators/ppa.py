@@ -394,8 +394,7 @@ class _YosysWorker:
             self.stop()
             raise SandboxError(f"the pyosys worker did not start: {ready.get('error')}")
         self.scratch = str(ready["scratch"])
-        found = _YOSYS_VERSION.search(str(ready.get("version") or ""))
-        self.version = found.group(1) if found else None
+        self.version = str(ready["version"]) if ready.get("version") else None
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -478,11 +477,12 @@ class _YosysWorker:
                     os.unlink(self.workdir / name)
 
 
-def _close_all(procs: list[Any], lock: threading.Lock) -> None:
+def _close_all(procs: list[Any], workers: list[Any], lock: threading.Lock) -> None:
     with lock:
-        for proc in procs:
+        for proc in (*procs, *workers):
             proc.close()
         procs.clear()
+        workers.clear()
 
 
 def _json_stats(text: str | None, top: str) -> tuple[dict[str, int], float | None]:
@@ -525,14 +525,16 @@ class _YosysFlow(PPAEstimator):
 
     def _init_sessions(self) -> None:
         self._local = threading.local()
-        self._procs: list[Any] = []
+        self._procs: list[Any] = []  # persistent sta processes
+        self._workers: list[Any] = []  # persistent yosys workers
         self._procs_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_all, self._procs, self._procs_lock)
+        self._finalizer = weakref.finalize(self, _close_all, self._procs, self._workers,
+                                           self._procs_lock)
 
     # Picklable for process pools: live processes stay behind, each copy starts its own.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for key in ("_local", "_procs", "_procs_lock", "_finalizer"):
+        for key in ("_local", "_procs", "_workers", "_procs_lock", "_finalizer"):
             state.pop(key, None)
         return state
 
@@ -542,7 +544,7 @@ class _YosysFlow(PPAEstimator):
 
     def close(self) -> None:
         """Stop this estimator's worker processes (also done at garbage collection and exit)."""
-        _close_all(self._procs, self._procs_lock)
+        _close_all(self._procs, self._workers, self._procs_lock)
         self._local = threading.local()
 
     def __enter__(self) -> _YosysFlow:
@@ -593,7 +595,7 @@ class _YosysFlow(PPAEstimator):
             worker = _YosysWorker(runner, self.liberty[0], found[0], timeout=self.timeout,
                                   max_jobs=self.max_jobs)
             with self._procs_lock:
-                self._procs.append(worker)
+                self._workers.append(worker)
             self._local.yosys = worker
         return worker
 
@@ -675,7 +677,8 @@ class _YosysFlow(PPAEstimator):
             raise _no_cells(top, log)
         if area is None:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
-        tool = ToolInfo(name="pyosys", version=worker.version, path=str(worker.package))
+        # The same tool as the binary (the version line tells them apart), loaded from pyosys.
+        tool = ToolInfo(name="yosys", version=worker.version, path=str(worker.package))
         return self._synth_result(top, log, generic, mapped, area, _STIME.findall(log),
                                   outputs[_NETLIST], runner, workdir, seconds, tool)
 
