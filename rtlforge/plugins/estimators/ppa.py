@@ -643,6 +643,9 @@ class _YosysFlow(PPAEstimator):
         area = _AREA.findall(mapped_log)
         if mapped and not mapped[-1]:
             raise _no_cells(top, log)
+        unmapped = sorted(c for c in (mapped[-1] if mapped else ()) if c.startswith("$"))
+        if unmapped:  # stat prints no area for them: say what they are first
+            raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
         if not mapped or not area:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
         netlist = workdir / _NETLIST
@@ -675,6 +678,9 @@ class _YosysFlow(PPAEstimator):
         mapped, area = _json_stats(outputs.get("mapped.json"), top)
         if not mapped:
             raise _no_cells(top, log)
+        unmapped = sorted(c for c in mapped if c.startswith("$"))
+        if unmapped:
+            raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
         if area is None:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
         # The same tool as the binary (the version line tells them apart), loaded from pyosys.
