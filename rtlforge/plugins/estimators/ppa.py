@@ -312,7 +312,7 @@ def _synth_failure(top: str, errors: list[str], log: str, rc: object = None) -> 
 
 
 def _no_cells(top: str, log: str) -> PPAError:
-    undriven = sorted(set(_NO_DRIVER.findall(log)))
+    undriven = sorted({n for n in _NO_DRIVER.findall(log) if not n.startswith("$")})
     why = f" (undriven: {', '.join(undriven)})" if undriven else ""
     return PPAError(f"{top!r} synthesises to no cells at all: every output is constant or "
                     f"undriven{why}; delays and initial blocks are simulation-only, so there is "
@@ -566,8 +566,9 @@ class _YosysFlow(PPAEstimator):
         if self.yosys == "binary" or (self.yosys == "auto" and pyosys_location() is None):
             return "binary"
         if pyosys_location() is None:
-            raise ToolMissingError("pyosys", "Install the pyosys extra: "
-                                   "`pip install 'rtlforge[pyosys]'` (or pass yosys='binary').")
+            raise ToolMissingError("pyosys", "Install the pyosys extra: `pip install "
+                                   "'rtlforge[pyosys]'`, or use the yosys binary "
+                                   "(--yosys binary, yosys='binary').")
         return "pyosys"
 
     def yosys_version(self) -> str:
@@ -1119,18 +1120,23 @@ def register_commands(cli: Any) -> None:
     @click.option("--top", required=True, help="Top module.")
     @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                   help="Liberty file (.lib or .lib.gz); default: the bundled generic library.")
-    @click.option("--clock", help="Clock port (default: clk/clock/clk_i... if present).")
+    @click.option("--clock", help="Clock port, or several comma-separated (default: "
+                  "clk/clock/clk_i... if present, else clock-like names such as wclk,rclk).")
     @click.option("--period", type=click.FloatRange(min=0, min_open=True),
                   help="Clock period in ns (default 10; also the abc -D target when given).")
     @click.option("--estimator", type=click.Choice(sorted(ESTIMATORS)), default="yosys-sta",
                   show_default=True)
     @click.option("--activity", type=click.FloatRange(min=0, max=2, min_open=True),
                   default=0.1, show_default=True, help="Global switching activity (yosys-sta).")
+    @click.option("--yosys", "yosys_backend", type=click.Choice(YOSYS_BACKENDS), default="auto",
+                  show_default=True,
+                  help="pyosys: the in-jail pyosys worker; binary: the yosys executable; "
+                       "auto: pyosys when installed.")
     @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     def ppa(designs: tuple[Path, ...], top: str, liberty: Path | None, clock: str | None,
-            period: float | None, estimator: str, activity: float, timeout: float,
-            as_json: bool) -> None:
+            period: float | None, estimator: str, activity: float, yosys_backend: str,
+            timeout: float, as_json: bool) -> None:
         """Area (um^2), critical-path delay (ns) and power (mW) of DESIGN files."""
         import json
         import sys
@@ -1141,7 +1147,8 @@ def register_commands(cli: Any) -> None:
         try:
             files = tuple(SourceFile(name=p.name, content=p.read_text()) for p in designs)
             candidate = Candidate(files=files)
-            options: dict[str, Any] = {"liberty": liberty, "timeout": timeout}
+            options: dict[str, Any] = {"liberty": liberty, "timeout": timeout,
+                                       "yosys": yosys_backend}
             if estimator == "yosys-sta":
                 options.update(activity=activity, persistent=False)
             est = ESTIMATORS[estimator](**options)
