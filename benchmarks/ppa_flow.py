@@ -51,12 +51,13 @@ def throughput(root: str, liberty: str | None, backends: list[str], workers: int
     from rtlforge.tasks.rtllm import load_rtllm
 
     tasks = [t for t in load_rtllm(root) if t.golden]
-    runner = SandboxRunner()
     summary = []
     for backend in backends:
+        runner = SandboxRunner()  # one per backend: nothing of one run serves the other
         est = YosysStaPPA(liberty=liberty, yosys=backend)
 
-        def one(task: Any, est: YosysStaPPA = est) -> tuple[str, str]:
+        def one(task: Any, est: YosysStaPPA = est,
+                runner: SandboxRunner = runner) -> tuple[str, str]:
             clock = task.metadata.get("ppa_clock")
             try:
                 res = est.estimate(Candidate(files=task.golden), task.top, runner, clock=clock)
@@ -73,6 +74,7 @@ def throughput(root: str, liberty: str | None, backends: list[str], workers: int
             rows = list(pool.map(one, tasks))
         seconds = time.perf_counter() - start
         est.close()
+        runner.close()
         measured = sum(1 for _, text in rows if not text.startswith("not measured"))
         print(f"\n== {est.yosys_version()} ({backend}), liberty {est.liberty[1].name}")
         for task_id, text in rows:
