@@ -159,7 +159,8 @@ class _Synth:
     cells: int
     flops: int
     cell_counts: dict[str, int]
-    netlist: Path
+    netlist: Path  # where a one-shot sta reads it (written there only for that)
+    netlist_text: str
     inputs: list[tuple[str, int]]
     stime_ps: float | None
     seconds: float
@@ -699,12 +700,12 @@ class _YosysFlow(PPAEstimator):
         if unmapped:
             raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
         flops = sum(n for c, n in generic.items() if _SEQUENTIAL.match(c))
-        netlist = workdir / _NETLIST
+        # Not put anywhere yet: gating a netlist costs as much as timing it, so it is gated
+        # once, where a tool reads it (the persistent sta's workspace, or ``workdir``).
         text = _split_concat_assigns(netlist_text)
-        runner.put(workdir, [SourceFile(name=_NETLIST, content=text)], role="netlist")
         return _Synth(
             area_um2=area, cells=sum(mapped.values()), flops=flops, cell_counts=mapped,
-            netlist=netlist, inputs=_netlist_inputs(text),
+            netlist=workdir / _NETLIST, netlist_text=text, inputs=_netlist_inputs(text),
             stime_ps=float(stime[-1]) if stime else None, seconds=seconds, tool=tool,
         )
 
@@ -1025,12 +1026,14 @@ class YosysStaPPA(_YosysFlow):
             # A fresh module name per query: sta keeps every netlist it has read.
             unique = f"{top}__rtlforge{next(self._unique)}"
             text = re.sub(rf"^module\s+{re.escape(top)}\b", f"module {unique}",
-                          synth.netlist.read_text(), count=1, flags=re.M)
+                          synth.netlist_text, count=1, flags=re.M)
             session = self._session(runner)
             out = session.query(
                 self.sta_commands(session.workdir / _STA_NETLIST, unique, clock, period_ns),
                 text)
         else:
+            runner.put(workdir, [SourceFile(name=synth.netlist.name,
+                                            content=synth.netlist_text)], role="netlist")
             body = self.sta_commands(synth.netlist, top, clock, period_ns)
             runner.put(workdir, [SourceFile(
                 name=_STA_SCRIPT,
