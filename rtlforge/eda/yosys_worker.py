@@ -157,7 +157,8 @@ def main() -> None:
     config = _read_message(inp)
     if config is None:
         return
-    scratch = tempfile.mkdtemp(prefix="rtlforge-yosys-")
+    # /tmp: the jail's private one (never the run directory, which the host gates and cleans).
+    scratch = tempfile.mkdtemp(prefix="rtlforge-yosys-", dir="/tmp")
     try:
         if config.get("path"):  # where the host found pyosys (bound read-only in the jail)
             sys.path.insert(0, str(config["path"]))

@@ -26,6 +26,7 @@ import math
 import os
 import re
 import selectors
+import shutil
 import sys
 import threading
 import time
@@ -401,6 +402,9 @@ class _YosysWorker:
         if self.proc is not None:
             SandboxRunner.kill(self.proc)
             self.proc = None
+        if self.scratch and self.runner.isolation == "none":  # else it lived in the jail
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self.scratch = ""
 
     def close(self) -> None:
         self.stop()
