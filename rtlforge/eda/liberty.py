@@ -31,10 +31,13 @@ __all__ = [
     "GENERIC_LIBERTY",
     "NANGATE45_DONT_USE",
     "SKY130_DONT_USE",
+    "LatchCell",
     "LibertyError",
     "LibertyInfo",
     "LibertyUnits",
     "default_cache_dir",
+    "latch_cells",
+    "latch_techmap",
     "liberty_info",
     "prepare_liberty",
 ]
@@ -246,3 +249,96 @@ def liberty_info(path: str | Path) -> LibertyInfo:
     except OSError as exc:
         raise LibertyError(f"liberty file {src} not found: {exc}") from exc
     return _info(src, mtime)
+
+
+# ---------------------------------------------------------------------------------- latches
+
+_LATCH_GROUP = re.compile(r"\blatch\s*\(\s*\"?(\w+)\"?\s*(?:,\s*\"?\w*\"?\s*)?\)\s*\{([^{}]*)\}")
+_ATTR = re.compile(r'\b(\w+)\s*:\s*"?([^";]*)"?\s*;')
+_PIN = re.compile(r'\bpin\s*\(\s*"?(\w+)"?\s*\)\s*\{')
+_PIN_FUNCTION = re.compile(r'\bfunction\s*:\s*"([^"]*)"')
+_AREA_ATTR = re.compile(r"^\s*area\s*:\s*([0-9.eE+-]+)\s*;", re.M)
+_DONT_USE = re.compile(r"\bdont_use\s*:\s*true\b")
+
+
+@dataclass(frozen=True)
+class LatchCell:
+    """A plain D latch of a library: ``q`` follows ``data`` while ``enable`` is at
+    ``active_high`` (and holds otherwise); no set, clear or scan."""
+
+    name: str
+    enable: str
+    active_high: bool
+    data: str
+    q: str
+    area: float
+
+
+def latch_cells(path: str | Path) -> list[LatchCell]:
+    """The usable plain D latches of a (prepared) liberty file, smallest first."""
+    text = _read_text(Path(path))
+    starts = [(m.start(), m.group(2)) for m in _CELL.finditer(text)]
+    found: list[LatchCell] = []
+    for (start, name), (end, _) in zip(starts, [*starts[1:], (len(text), "")], strict=True):
+        body = text[start:end]
+        group = _LATCH_GROUP.search(body)
+        if group is None or _DONT_USE.search(body):
+            continue
+        attrs = dict(_ATTR.findall(group.group(2)))
+        if set(attrs) - {"enable", "data_in"} or not {"enable", "data_in"} <= set(attrs):
+            continue  # set/clear or other behaviour: not a plain latch
+        enable, data = attrs["enable"].strip(), attrs["data_in"].strip()
+        active_high = not enable.startswith("!")
+        enable = enable.lstrip("!").strip()
+        if not (enable.isidentifier() and data.isidentifier()):
+            continue
+        pins = [m.group(1) for m in _PIN.finditer(body)]
+        q = None
+        for pin_match in _PIN.finditer(body):
+            function = _PIN_FUNCTION.search(body, pin_match.end())
+            nxt = body.find("pin", pin_match.end())
+            if function and (nxt < 0 or function.start() < nxt) and \
+                    function.group(1).strip() == group.group(1):
+                q = pin_match.group(1)
+                break
+        area = _AREA_ATTR.search(body)
+        if q is None or enable not in pins or data not in pins or area is None:
+            continue
+        found.append(LatchCell(name=name, enable=enable, active_high=active_high, data=data,
+                               q=q, area=float(area.group(1))))
+    return sorted(found, key=lambda c: (c.area, c.name))
+
+
+def latch_techmap(prepared: Path) -> Path | None:
+    """A yosys techmap file mapping ``$_DLATCH_P_``/``$_DLATCH_N_`` onto the library's
+    smallest plain latch of that polarity (else of the other, behind an inverter), next to
+    ``prepared`` in the cache; None when the library has no such latch.
+
+    yosys 0.23's ``dfflibmap`` maps flip-flops only, so a design with a latch could not be
+    measured at all; newer yosys maps latches itself and does not need this.
+    """
+    target = prepared.with_name(prepared.name.removesuffix(".lib") + "-latchmap-v1.v")
+    if target.exists():
+        return target
+    cells = latch_cells(prepared)
+    if not cells:
+        return None
+    lines = [f"// rtlforge: latch mapping generated from {prepared.name}"]
+    for polarity in ("P", "N"):
+        high = polarity == "P"
+        cell = next((c for c in cells if c.active_high == high), cells[0])  # smallest first
+        invert = high != cell.active_high
+        enable = "en" if invert else "E"
+        lines += [f"module \\$_DLATCH_{polarity}_ (input E, input D, output Q);"]
+        if invert:
+            lines += ["  wire en;", "  \\$_NOT_ inv (.A(E), .Y(en));"]
+        lines += [f"  {cell.name} _TECHMAP_REPLACE_ (.{cell.enable}({enable}), "
+                  f".{cell.data}(D), .{cell.q}(Q));", "endmodule"]
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".latchmap-", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise LibertyError(f"cannot write the latch map {target}: {exc}") from exc
+    return target

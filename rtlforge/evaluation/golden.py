@@ -24,8 +24,22 @@ from rtlforge.sandbox.runner import SandboxRunner
 if TYPE_CHECKING:
     from rtlforge.validate.pipeline import Pipeline
 
-__all__ = ["GoldenCheck", "GoldenPPA", "GoldenVerdict", "PPAMeasure", "error_measure",
-           "measure_ppa"]
+__all__ = ["PPA_CLOCK_KEY", "GoldenCheck", "GoldenPPA", "GoldenVerdict", "PPAMeasure",
+           "error_measure", "measure_ppa", "task_ppa_options"]
+
+#: Task metadata key naming the clock port(s) for PPA (``"wclk,rclk"``), for designs whose
+#: clock the estimator cannot recognise by name.
+PPA_CLOCK_KEY = "ppa_clock"
+
+
+def task_ppa_options(task: Task | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` plus the task's clock hint (metadata ``ppa_clock``) unless a clock is set."""
+    out = dict(options)
+    hint = task.metadata.get(PPA_CLOCK_KEY) if task is not None else None
+    if isinstance(hint, str) and hint and out.get("clock") is None:
+        out["clock"] = hint
+    return out
+
 
 _FLAT_KEYS = ("power", "delay", "area")
 
@@ -179,7 +193,8 @@ class GoldenPPA:
     def _estimate(self, task: Task) -> PPAMeasure:
         candidate = Candidate(files=task.golden, task_id=task.id)
         try:
-            ppa = self.estimator.estimate(candidate, task.top, self.runner, **self.options)
+            ppa = self.estimator.estimate(candidate, task.top, self.runner,
+                                          **task_ppa_options(task, self.options))
         except Exception as exc:
             if is_infra(exc):
                 raise

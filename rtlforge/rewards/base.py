@@ -46,7 +46,7 @@ from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
 from rtlforge.evaluation.evaluate import candidate_from_completion
-from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure
+from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure, task_ppa_options
 from rtlforge.pareto.hypervolume import objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
@@ -627,15 +627,16 @@ class PPAReward(RTLReward):
         self._ppa = _LRU(20_000)
         self.goldens = GoldenPPA(estimator, self.pipeline.runner, self.ppa_options)
 
-    def _measure(self, candidate: Candidate, top: str) -> PPAResult | Exception:
-        key = (self.estimator.name, candidate.digest(), top,
-               freeze(self.ppa_options))
+    def _measure(self, candidate: Candidate, top: str,
+                 task: Task | None = None) -> PPAResult | Exception:
+        options = task_ppa_options(task, self.ppa_options)
+        key = (self.estimator.name, candidate.digest(), top, freeze(options))
         hit = self._ppa.get(key)
         if hit is not None:
             return hit
         try:
             result: PPAResult | Exception = self.estimator.estimate(
-                candidate, top, self.pipeline.runner, **self.ppa_options)
+                candidate, top, self.pipeline.runner, **options)
         except Exception as exc:  # noqa: BLE001 - classified by the caller
             result = exc
         if not _is_infra(result):
@@ -664,7 +665,8 @@ class PPAReward(RTLReward):
                                  and column_golden[it.index] is None}.values())
         jobs: list[Callable[[], Any]] = [
             functools.partial(self._golden, t) for t in measured_goldens]
-        jobs += [functools.partial(self._measure, it.candidate, it.candidate.top or it.task.top)
+        jobs += [functools.partial(self._measure, it.candidate, it.candidate.top or it.task.top,
+                                   it.task)
                  for it in items if it.candidate is not None and it.task is not None]
         results = self._measure_all(jobs)
         golden_of = dict(zip((t.id for t in measured_goldens), results, strict=False))

@@ -16,11 +16,18 @@ here ever returns a placeholder: a design that cannot be measured raises :class:
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.metadata
+import importlib.util
 import itertools
+import json
 import math
 import os
 import re
 import selectors
+import shutil
+import sys
 import threading
 import time
 import weakref
@@ -33,7 +40,9 @@ from rtlforge.core.errors import (
     DesignError,
     InvalidSourceError,
     RtlforgeError,
+    SandboxError,
     SecurityViolation,
+    ToolMissingError,
     is_infra,
 )
 from rtlforge.core.hookspecs import Register, hookimpl
@@ -44,6 +53,7 @@ from rtlforge.eda.liberty import (
     SKY130_DONT_USE,
     LibertyError,
     LibertyInfo,
+    latch_techmap,
     liberty_info,
     prepare_liberty,
 )
@@ -78,6 +88,10 @@ class PPATimeoutError(PPAError):
 
 #: Ports taken as the clock when the caller names none (compared case-insensitively).
 CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "clk_in", "aclk")
+#: When none of those is an input of a sequential design: 1-bit inputs named like a clock of
+#: one of several domains (wclk, rclk, clk_a, sys_clk, clk50) and not like a clock *enable*.
+_CLOCK_LIKE = re.compile(r"(?:[a-z0-9]{1,4}_?)?(?:clk|clock)(?:_?[a-z0-9]{1,4})?|clk|clock")
+_NOT_A_CLOCK = re.compile(r"(?:en|ena|enable|sel|gate|cnt|count|out)$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # spliced into yosys and Tcl: no '$', no '\'
 _NETLIST = "rtlforge_netlist.v"
 _STA_NETLIST = "rtlforge_sta_netlist.v"
@@ -135,7 +149,8 @@ def cell_leakage(path: Path) -> dict[str, float]:
 _AREA = re.compile(r"Chip area for (?:top )?module '[^']*':\s*([0-9.eE+-]+)")
 _STAT_CELLS = re.compile(r"Number of cells:\s+(\d+)((?:\n\s+\S+\s+\d+)*)")
 _STIME = re.compile(r"Delay\s*=\s*([0-9.eE+-]+)\s*ps")
-_YOSYS_ERROR = re.compile(r"^ERROR:.*$", re.MULTILINE)
+#: yosys' error line, with or without a ``file:line:`` prefix.
+_YOSYS_ERROR = re.compile(r"^(?:\S+:\d[\d.-]*: )?ERROR:.*$", re.MULTILINE)
 _SEQUENTIAL = re.compile(r"^\$_(?:S?DFF|DFFE|SDFFC?E|DFFSRE?|ALDFFE?|DLATCH|SR)")
 
 
@@ -145,7 +160,8 @@ class _Synth:
     cells: int
     flops: int
     cell_counts: dict[str, int]
-    netlist: Path
+    netlist: Path  # where a one-shot sta reads it (written there only for that)
+    netlist_text: str
     inputs: list[tuple[str, int]]
     stime_ps: float | None
     seconds: float
@@ -185,7 +201,81 @@ def _split_concat_assigns(netlist: str) -> str:
         pad = match.group(1)
         return "\n".join(f"{pad}assign {a} = {b};" for a, b in zip(lhs, rhs, strict=True))
 
-    return _CONCAT_ASSIGN.sub(split, netlist)
+    return _bit_blast_concats(_CONCAT_ASSIGN.sub(split, netlist))
+
+
+_DECL = re.compile(r"^\s*(?:input|output|inout|wire|reg)\s+(?:\[(\d+):(\d+)\]\s*)?"
+                   r"(\\\S+|[A-Za-z_][\w$]*)\s*;", re.M)
+_ASSIGN = re.compile(r"^(\s*)assign\s+([^=;]*)=\s*([^;]*);", re.M)
+_ELEMENT = re.compile(
+    r"\s*(?:(\d+)'([bhdo])([0-9a-fA-FxXzZ_]+)"            # sized constant
+    r"|(\\\S+|[A-Za-z_][\w$]*)\s*(?:\[(\d+)(?::(\d+))?\])?)\s*(?:,|$)")
+
+
+def _element_bits(text: str, widths: dict[str, tuple[int, int] | None]) -> list[str] | None:
+    """The bits (MSB first) of ``a``, ``a[3]``, ``a[3:0]``, ``4'hA`` or ``{...}`` of those;
+    None for anything else (left as it is)."""
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    bits: list[str] = []
+    pos = 0
+    while pos < len(text):
+        match = _ELEMENT.match(text, pos)
+        if match is None or match.end() == pos:
+            return None
+        pos = match.end()
+        size, base, digits, name, hi, lo = match.groups()
+        if size is not None:
+            width = int(size)
+            digits = digits.replace("_", "").lower()
+            if base == "d" or (any(c in "xz" for c in digits) and base != "b"):
+                if any(c in "xz" for c in digits):
+                    bits += ["1'bx"] * width
+                    continue
+                value = format(int(digits), "b")
+            else:
+                per = {"b": 1, "o": 3, "h": 4}[base]
+                value = "".join(c * per if c in "xz" else format(int(c, 16), f"0{per}b")
+                                for c in digits)
+            value = value.rjust(width, "0")[-width:]
+            bits += [f"1'b{c}" for c in value]
+            continue
+        sep = " " if name.startswith("\\") else ""
+        if hi is None:
+            rng = widths.get(name, "missing")
+            if rng == "missing":
+                return None
+            if rng is None:
+                bits.append(name)
+                continue
+            hi_i, lo_i = rng
+        else:
+            hi_i, lo_i = int(hi), int(lo) if lo is not None else int(hi)
+        step = -1 if hi_i >= lo_i else 1
+        bits += [f"{name}{sep}[{i}]" for i in range(hi_i, lo_i + step, step)]
+    return bits
+
+
+def _bit_blast_concats(netlist: str) -> str:
+    """Any assign still holding a concatenation (mixed widths, constants, a bus on the left),
+    as one assign per bit: OpenSTA 2019 reads none of those forms, and dropped such nets
+    without a word (an output driven straight from inputs then had no timing path)."""
+    if "{" not in netlist:
+        return netlist
+    widths: dict[str, tuple[int, int] | None] = {
+        name: (int(hi), int(lo)) if hi else None for hi, lo, name in _DECL.findall(netlist)}
+
+    def split(match: re.Match[str]) -> str:
+        if "{" not in match.group(2) and "{" not in match.group(3):
+            return match.group(0)
+        lhs, rhs = _element_bits(match.group(2), widths), _element_bits(match.group(3), widths)
+        if lhs is None or rhs is None or len(lhs) != len(rhs):
+            return match.group(0)
+        pad = match.group(1)
+        return "\n".join(f"{pad}assign {a} = {b};" for a, b in zip(lhs, rhs, strict=True))
+
+    return _ASSIGN.sub(split, netlist)
 
 
 def _check_identifier(name: str, what: str) -> None:
@@ -200,22 +290,273 @@ def _finite_positive(**values: float) -> None:
                            "(no cells or no timed path)", stage="check")
 
 
+_NO_DRIVER = re.compile(r"Warning: Wire \S+?\.\\?(\S+) is used but has no driver")
+
+
+#: What a yosys error means for the design, where its own words do not say it.
+_YOSYS_HINTS = (
+    ("Multiple edge sensitive events", "an always block lists an edge (e.g. an asynchronous "
+     "reset) that its body does not test as one, so it is no flip-flop yosys can build"),
+    ("non-synthesizable event list", "an always block's event list mixes edges and levels "
+     "(e.g. `@(posedge clk or rst)`), which only a simulator can run"),
+)
+
+
+def _synth_failure(top: str, errors: list[str], log: str, rc: object = None) -> PPAError:
+    if errors:
+        message = errors[0].strip()
+    else:
+        tail = " | ".join(log.strip().splitlines()[-3:])
+        message = f"exit status {rc}: {tail}" if rc is not None else tail
+    hint = next((why for key, why in _YOSYS_HINTS if key in message), None)
+    return PPAError(f"yosys could not synthesise {top!r}: {message}"
+                    + (f" ({hint})" if hint else ""), stage="synth", log=log)
+
+
+def _no_cells(top: str, log: str) -> PPAError:
+    undriven = sorted({n for n in _NO_DRIVER.findall(log) if not n.startswith("$")})
+    why = f" (undriven: {', '.join(undriven)})" if undriven else ""
+    return PPAError(f"{top!r} synthesises to no cells at all: every output is constant or "
+                    f"undriven{why}; delays and initial blocks are simulation-only, so there is "
+                    "no hardware to measure", stage="synth", log=log)
+
+
+def _unmapped_reason(cells: list[str]) -> str:
+    kinds = []
+    if any(c.startswith("$_DLATCH") for c in cells):
+        kinds.append("a latch (the library has no latch cell this yosys can map onto)")
+    if any(c.startswith("$_ALDFF") for c in cells):
+        kinds.append("an asynchronous-load flip-flop (reset or set to a signal rather than a "
+                     "constant, e.g. `always @(posedge clk or posedge rst) if (rst) q <= d;`"
+                     "): the library has no cell for it (standard-cell libraries rarely do)")
+    what = "; ".join(kinds) if kinds else "generic cells"
+    return f"cells with no match in the library: {cells}: {what}"
+
+
 # ---------------------------------------------------------------------------------- estimators
 
 
+#: ``yosys=`` choices: the in-jail pyosys worker, the ``yosys`` binary, or pyosys when installed.
+YOSYS_BACKENDS = ("auto", "pyosys", "binary")
+_WORKER_SCRIPT = Path(__file__).resolve().parents[2] / "eda" / "yosys_worker.py"
+_YOSYS_VERSION = re.compile(r"Yosys\s+(\S+)")
+
+
+@functools.lru_cache(maxsize=1)
+def pyosys_location() -> tuple[Path, str] | None:
+    """The installed pyosys package directory and its version, found without importing it
+    (pyosys parses untrusted Verilog only inside the jail, never in this process)."""
+    try:
+        spec = importlib.util.find_spec("pyosys")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = Path(next(iter(spec.submodule_search_locations))).resolve()
+    try:
+        version = importlib.metadata.version("pyosys")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return package, version
+
+
+class _WorkerDied(Exception):
+    """The persistent worker exited mid-request; retried once on a fresh one."""
+
+
+class _YosysWorker:
+    """One sandboxed pyosys fork server (:mod:`rtlforge.eda.yosys_worker`) with the liberty
+    parsed; used by one thread at a time. Designs reach it through its own workspace."""
+
+    def __init__(self, runner: SandboxRunner, liberty: Path, package: Path, *, timeout: float,
+                 max_jobs: int) -> None:
+        self.runner = runner
+        self.liberty = liberty
+        self.package = package
+        self.timeout = timeout
+        self.max_jobs = max_jobs
+        self.jobs = 0
+        self.version: str | None = None
+        self.scratch = ""
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._workspace = runner.workspace(prefix="rtlforge-yosys-")
+        self.workdir = self._workspace.__enter__()
+
+    def _start(self) -> None:
+        # The fork server itself uses next to no CPU; each job's child inherits the cap.
+        limits = self.runner.limits.model_copy(update={"timeout_s": self.timeout,
+                                                       "cpu_s": max(3600, int(self.timeout) + 5)})
+        self.proc = self.runner.spawn([sys.executable, "-I", str(_WORKER_SCRIPT)], self.workdir,
+                                      limits=limits, ro_paths=[self.liberty, self.package],
+                                      merge_stderr=False)
+        self.jobs = 0
+        ready = self._exchange({"liberty": str(self.liberty),
+                                "path": str(self.package.parent)}, timeout=300)
+        if not ready.get("ready"):
+            self.stop()
+            raise SandboxError(f"the pyosys worker did not start: {ready.get('error')}")
+        self.scratch = str(ready["scratch"])
+        self.version = str(ready["version"]) if ready.get("version") else None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            SandboxRunner.kill(self.proc)
+            self.proc = None
+        if self.scratch and self.runner.isolation == "none":  # else it lived in the jail
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self.scratch = ""
+
+    def close(self) -> None:
+        self.stop()
+        self._workspace.__exit__(None, None, None)
+
+    def _exchange(self, message: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        body = json.dumps(message).encode()
+        try:
+            self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
+            self.proc.stdin.flush()
+        except OSError as exc:
+            self.stop()
+            raise _WorkerDied(f"the yosys worker is gone: {exc}") from exc
+        deadline = time.monotonic() + timeout
+        buf = bytearray()
+        need: int | None = None
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while need is None or len(buf) < need:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.stop()
+                    raise PPATimeoutError(f"the yosys worker ran past {timeout:g} s",
+                                          stage="synth")
+                if not sel.select(timeout=min(remaining, 1.0)):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    self.stop()
+                    raise _WorkerDied("the yosys worker exited")
+                buf += chunk
+                if need is None and len(buf) >= 4:
+                    need = 4 + int.from_bytes(buf[:4], "big")
+                    if need > 64 * self.runner.limits.output_bytes:
+                        self.stop()
+                        raise PPAError("the yosys worker's reply is too large", stage="synth")
+        reply = json.loads(bytes(buf[4:need]))
+        if not isinstance(reply, dict):
+            self.stop()
+            raise _WorkerDied(f"unexpected reply {reply!r}")
+        return reply
+
+    def synthesise(self, files: Sequence[SourceFile], commands: Sequence[str],
+                   outputs: Sequence[str]) -> dict[str, Any]:
+        """Put ``files`` into the worker's workspace, run ``commands`` in a fresh fork (``{out}``
+        in a command is the job's output folder) and return the reply. The files are removed
+        afterwards, so no design can read another's."""
+        if self.proc is not None and self.jobs >= self.max_jobs:
+            self.stop()
+        try:
+            for attempt in (0, 1):
+                try:
+                    if self.proc is None or self.proc.poll() is not None:
+                        self.stop()
+                        self._start()
+                    self.runner.put(self.workdir, files, role="design")
+                    self.jobs += 1
+                    out = f"{self.scratch}/job"
+                    return self._exchange(
+                        {"commands": [c.replace("{out}", out) for c in commands],
+                         "outputs": list(outputs), "timeout": self.timeout,
+                         "log_limit": 400_000},
+                        timeout=self.timeout + 30)
+                except _WorkerDied as exc:
+                    if attempt:  # died twice on the same design: blame the design
+                        raise PPAError("the yosys worker crashed on this design",
+                                       stage="synth", log=str(exc)) from None
+            raise AssertionError("unreachable")
+        finally:
+            for name in os.listdir(self.workdir):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.workdir / name)
+
+
+def _close_all(procs: list[Any], workers: list[Any], lock: threading.Lock) -> None:
+    with lock:
+        for proc in (*procs, *workers):
+            proc.close()
+        procs.clear()
+        workers.clear()
+
+
+def _json_stats(text: str | None, top: str) -> tuple[dict[str, int], float | None]:
+    """Cell counts and (with ``-liberty``) area from ``stat -json``: the design totals when
+    the design keeps a hierarchy, else the top module's."""
+    if not text:
+        return {}, None
+    data = json.loads(text)
+    block = data.get("design") or data.get("modules", {}).get(f"\\{top}") or {}
+    counts = {str(k): int(v) for k, v in block.get("num_cells_by_type", {}).items()}
+    area = block.get("area")
+    return counts, float(area) if area is not None else None
+
+
 class _YosysFlow(PPAEstimator):
-    """Shared yosys front half: write the candidate, synthesise, map onto the library."""
+    """Shared yosys front half: write the candidate, synthesise, map onto the library.
+
+    ``yosys="pyosys"`` synthesises in a persistent sandboxed pyosys worker per thread (yosys and
+    the liberty load once; each design runs in a fresh fork); ``"binary"`` runs one ``yosys``
+    process per design; ``"auto"`` (default) takes pyosys when it is installed (the
+    ``rtlforge[pyosys]`` extra). The two are different yosys versions, whose numbers differ:
+    the version is in :meth:`cache_key` and in every result's ``tools``.
+    """
 
     name: ClassVar[str]
 
     def __init__(self, *, liberty: str | Path | None = None,
                  dont_use: Sequence[str] | None = None, timeout: float = 300.0,
-                 flatten: bool = True) -> None:
+                 flatten: bool = True, yosys: str = "auto", max_jobs: int = 2000) -> None:
+        if yosys not in YOSYS_BACKENDS:
+            raise ValueError(f"yosys must be one of {YOSYS_BACKENDS}, not {yosys!r}")
         self.liberty_source = liberty
         self.dont_use = tuple(dont_use) if dont_use is not None else None
         self.timeout = timeout
         self.flatten = flatten
+        self.yosys = yosys
+        self.max_jobs = max_jobs
         self._liberty: tuple[Path, LibertyInfo] | None = None
+        self._init_sessions()
+
+    def _init_sessions(self) -> None:
+        self._local = threading.local()
+        self._procs: list[Any] = []  # persistent sta processes
+        self._workers: list[Any] = []  # persistent yosys workers
+        self._procs_lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _close_all, self._procs, self._workers,
+                                           self._procs_lock)
+
+    # Picklable for process pools: live processes stay behind, each copy starts its own.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for key in ("_local", "_procs", "_workers", "_procs_lock", "_finalizer"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_sessions()
+
+    def close(self) -> None:
+        """Stop this estimator's worker processes (also done at garbage collection and exit)."""
+        _close_all(self._procs, self._workers, self._procs_lock)
+        self._local = threading.local()
+
+    def __enter__(self) -> _YosysFlow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def liberty(self) -> tuple[Path, LibertyInfo]:
@@ -224,13 +565,45 @@ class _YosysFlow(PPAEstimator):
             self._liberty = resolve_liberty(self.liberty_source, self.dont_use)
         return self._liberty
 
+    @property
+    def backend(self) -> str:
+        """``pyosys`` or ``binary``: what ``yosys=`` resolves to here."""
+        if self.yosys == "binary" or (self.yosys == "auto" and pyosys_location() is None):
+            return "binary"
+        if pyosys_location() is None:
+            raise ToolMissingError("pyosys", "Install the pyosys extra: `pip install "
+                                   "'rtlforge[pyosys]'`, or use the yosys binary "
+                                   "(--yosys binary, yosys='binary').")
+        return "pyosys"
+
+    def yosys_version(self) -> str:
+        """``pyosys X`` or ``yosys X``: the synthesis tool and version results depend on."""
+        if self.backend == "pyosys":
+            found = pyosys_location()
+            return f"pyosys {found[1] if found else 'unknown'}"
+        found = _YOSYS_VERSION.search(find_tool(YOSYS).version or "")
+        return f"yosys {found.group(1) if found else 'unknown'}"
+
     def cache_key(self) -> dict[str, Any]:
         path, _ = self.liberty
-        return {"name": self.name, "liberty": path.name, "flatten": self.flatten}
+        return {"name": self.name, "liberty": path.name, "flatten": self.flatten,
+                "yosys": self.yosys_version()}
 
     def _abc_command(self, lib: Path, period_ns: float | None) -> str:
         delay = f" -D {period_ns * 1000:g}" if period_ns else ""
         return f"abc -liberty {lib}{delay}"
+
+    def _worker(self, runner: SandboxRunner) -> _YosysWorker:
+        worker: _YosysWorker | None = getattr(self._local, "yosys", None)
+        if worker is None or worker.runner is not runner:
+            found = pyosys_location()
+            assert found is not None
+            worker = _YosysWorker(runner, self.liberty[0], found[0], timeout=self.timeout,
+                                  max_jobs=self.max_jobs)
+            with self._procs_lock:
+                self._workers.append(worker)
+            self._local.yosys = worker
+        return worker
 
     def _synthesise(self, candidate: Candidate, top: str, runner: SandboxRunner, workdir: Path,
                     period_ns: float | None) -> _Synth:
@@ -238,57 +611,106 @@ class _YosysFlow(PPAEstimator):
         if period_ns is not None and not (math.isfinite(period_ns) and period_ns > 0):
             raise ValueError(f"period_ns must be a positive number, not {period_ns!r}")
         lib, _ = self.liberty
+        sources = compiled_sources(f.name for f in candidate.files)
+        if not sources:
+            raise PPAError("the candidate has no Verilog source file", stage="synth")
+        front = (f"read_verilog -sv {' '.join(sources)}",
+                 f"hierarchy -check -top {top}",
+                 f"synth {'-flatten ' if self.flatten else ''}-top {top}")
+        back = (f"dfflibmap -liberty {lib}",
+                self._abc_command(lib, period_ns),
+                # -purge drops internal aliases of ports, which write_verilog would emit as
+                # `assign {a, b} = ...`: OpenSTA 2019 cannot read a concatenation on the left.
+                "opt_clean -purge")
+        if self.backend == "pyosys":
+            return self._synthesise_pyosys(candidate, top, runner, workdir, front, back)
         try:
             runner.put(workdir, candidate.files, role="design")
         except (SecurityViolation, InvalidSourceError) as exc:
             raise PPAError(f"refused by the security check: {exc}", stage="security") from exc
-        sources = compiled_sources(f.name for f in candidate.files)
-        if not sources:
-            raise PPAError("the candidate has no Verilog source file", stage="synth")
-        script = "; ".join((
-            f"read_verilog -sv {' '.join(sources)}",
-            f"hierarchy -check -top {top}",
-            f"synth {'-flatten ' if self.flatten else ''}-top {top}",
-            f"dfflibmap -liberty {lib}",
-            self._abc_command(lib, period_ns),
-            # -purge drops internal aliases of ports, which write_verilog would emit as
-            # `assign {a, b} = ...`: OpenSTA 2019 cannot read a concatenation on the left.
-            "opt_clean -purge",
-            f"stat -liberty {lib}",
-            f"write_verilog -noattr {_NETLIST}",
-        ))
+        # yosys 0.23 maps no latch: the library's latch cell is put in by a techmap instead.
+        latches = latch_techmap(lib)
+        if latches is not None:
+            back = (back[0], f"techmap -map {latches}", *back[1:])
+        script = "; ".join((*front, *back, f"stat -liberty {lib}",
+                            f"write_verilog -noattr {_NETLIST}"))
         run = runner.run(["yosys", "-q", "-l", "yosys.log", "-p", script], cwd=workdir,
-                         timeout=self.timeout, ro_paths=[lib], tool=YOSYS)
+                         timeout=self.timeout, ro_paths=[lib, *([latches] if latches else [])],
+                         tool=YOSYS)
         log_file = workdir / "yosys.log"
         log = log_file.read_text(errors="replace") if log_file.exists() else run.output
         if run.timed_out:
             raise PPATimeoutError(f"yosys ran past {self.timeout:g} s", stage="synth", log=log)
         if not run.ok:
-            errors = _YOSYS_ERROR.findall(run.output) or _YOSYS_ERROR.findall(log)
-            message = errors[0].strip() if errors else " | ".join(log.strip().splitlines()[-3:])
-            raise PPAError(f"yosys could not synthesise {top!r}: {message}", stage="synth",
-                           log=log)
+            raise _synth_failure(
+                top, _YOSYS_ERROR.findall(run.output) or _YOSYS_ERROR.findall(log), log)
         before_map, _, mapped_log = log.partition("Executing DFFLIBMAP pass")
         generic, mapped = _stat_blocks(before_map), _stat_blocks(mapped_log)
         area = _AREA.findall(mapped_log)
+        if mapped and not mapped[-1]:
+            raise _no_cells(top, log)
+        unmapped = sorted(c for c in (mapped[-1] if mapped else ()) if c.startswith("$"))
+        if unmapped:  # stat prints no area for them: say what they are first
+            raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
         if not mapped or not area:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
-        unmapped = sorted(c for c in mapped[-1] if c.startswith("$"))
-        if unmapped:
-            raise PPAError(f"cells with no match in the library (latches?): {unmapped}",
-                           stage="synth", log=log)
-        flops = sum(n for c, n in (generic[-1] if generic else {}).items()
-                    if _SEQUENTIAL.match(c))
-        stime = _STIME.findall(mapped_log)
         netlist = workdir / _NETLIST
-        runner.put(workdir, [SourceFile(name=_NETLIST,
-                                        content=_split_concat_assigns(netlist.read_text()))],
-                   role="netlist")
+        return self._synth_result(
+            top, log, generic[-1] if generic else {}, mapped[-1], float(area[-1]),
+            _STIME.findall(mapped_log), netlist.read_text(), runner, workdir, run.seconds,
+            run.tool)
+
+    def _synthesise_pyosys(self, candidate: Candidate, top: str, runner: SandboxRunner,
+                           workdir: Path, front: Sequence[str], back: Sequence[str]) -> _Synth:
+        lib, _ = self.liberty
+        worker = self._worker(runner)
+        start = time.perf_counter()
+        commands = (*front, "tee -q -o {out}/generic.json stat -json", *back,
+                    f"tee -q -o {{out}}/mapped.json stat -json -liberty {lib}",
+                    f"write_verilog -noattr {{out}}/{_NETLIST}")
+        try:
+            reply = worker.synthesise(candidate.files, commands,
+                                      ("generic.json", "mapped.json", _NETLIST))
+        except (SecurityViolation, InvalidSourceError) as exc:
+            raise PPAError(f"refused by the security check: {exc}", stage="security") from exc
+        seconds = time.perf_counter() - start
+        log = str(reply.get("log", ""))
+        outputs = reply.get("outputs") or {}
+        if reply.get("timed_out"):
+            raise PPATimeoutError(f"yosys ran past {self.timeout:g} s", stage="synth", log=log)
+        if reply.get("rc") != 0 or not outputs.get(_NETLIST):
+            raise _synth_failure(top, _YOSYS_ERROR.findall(log), log, reply.get("rc"))
+        generic, _ = _json_stats(outputs.get("generic.json"), top)
+        mapped, area = _json_stats(outputs.get("mapped.json"), top)
+        if not mapped:
+            raise _no_cells(top, log)
+        unmapped = sorted(c for c in mapped if c.startswith("$"))
+        if unmapped:
+            raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
+        if area is None:
+            raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
+        # The same tool as the binary (the version line tells them apart), loaded from pyosys.
+        tool = ToolInfo(name="yosys", version=worker.version, path=str(worker.package))
+        return self._synth_result(top, log, generic, mapped, area, _STIME.findall(log),
+                                  outputs[_NETLIST], runner, workdir, seconds, tool)
+
+    def _synth_result(self, top: str, log: str, generic: dict[str, int],
+                      mapped: dict[str, int], area: float, stime: list[str], netlist_text: str,
+                      runner: SandboxRunner, workdir: Path, seconds: float,
+                      tool: ToolInfo | None) -> _Synth:
+        if not mapped:
+            raise _no_cells(top, log)
+        unmapped = sorted(c for c in mapped if c.startswith("$"))
+        if unmapped:
+            raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
+        flops = sum(n for c, n in generic.items() if _SEQUENTIAL.match(c))
+        # Not put anywhere yet: gating a netlist costs as much as timing it, so it is gated
+        # once, where a tool reads it (the persistent sta's workspace, or ``workdir``).
+        text = _split_concat_assigns(netlist_text)
         return _Synth(
-            area_um2=float(area[-1]), cells=sum(mapped[-1].values()), flops=flops,
-            cell_counts=mapped[-1], netlist=netlist,
-            inputs=_netlist_inputs(netlist.read_text()),
-            stime_ps=float(stime[-1]) if stime else None, seconds=run.seconds, tool=run.tool,
+            area_um2=area, cells=sum(mapped.values()), flops=flops, cell_counts=mapped,
+            netlist=workdir / _NETLIST, netlist_text=text, inputs=_netlist_inputs(text),
+            stime_ps=float(stime[-1]) if stime else None, seconds=seconds, tool=tool,
         )
 
     def _details(self, synth: _Synth, **extra: Any) -> dict[str, Any]:
@@ -468,11 +890,6 @@ class _StaDied(Exception):
     """The persistent sta exited mid-query (crash or CPU limit); retried once on a fresh one."""
 
 
-def _close_all(procs: list[_StaProcess], lock: threading.Lock) -> None:
-    with lock:
-        for proc in procs:
-            proc.close()
-        procs.clear()
 
 
 class YosysStaPPA(_YosysFlow):
@@ -493,8 +910,9 @@ class YosysStaPPA(_YosysFlow):
                  period_ns: float = 10.0, input_transition_ns: float = 0.05,
                  output_load_pf: float = 0.005, persistent: bool = True,
                  timeout: float = 300.0, sta_timeout: float = 60.0, max_queries: int = 500,
-                 flatten: bool = True) -> None:
-        super().__init__(liberty=liberty, dont_use=dont_use, timeout=timeout, flatten=flatten)
+                 flatten: bool = True, yosys: str = "auto", max_jobs: int = 2000) -> None:
+        super().__init__(liberty=liberty, dont_use=dont_use, timeout=timeout, flatten=flatten,
+                         yosys=yosys, max_jobs=max_jobs)
         if not 0 < activity <= 2:
             raise ValueError(f"activity is toggles per clock period, in (0, 2]: {activity!r}")
         for key, value in (("period_ns", period_ns), ("input_transition_ns", input_transition_ns),
@@ -508,35 +926,9 @@ class YosysStaPPA(_YosysFlow):
         self.persistent = persistent
         self.sta_timeout = sta_timeout
         self.max_queries = max_queries
-        self._init_sessions()
-
-    def _init_sessions(self) -> None:
-        self._local = threading.local()
-        self._procs: list[_StaProcess] = []
-        self._procs_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_all, self._procs, self._procs_lock)
-
-    # Picklable for process pools: live sta processes stay behind, each copy starts its own.
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for key in ("_local", "_procs", "_procs_lock", "_finalizer"):
-            state.pop(key, None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._init_sessions()
-
-    def close(self) -> None:
-        """Stop this estimator's sta processes (also done at garbage collection and exit)."""
-        _close_all(self._procs, self._procs_lock)
-        self._local = threading.local()
 
     def __enter__(self) -> YosysStaPPA:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def cache_key(self) -> dict[str, Any]:
         return {**super().cache_key(), "activity": self.activity, "period_ns": self.period_ns,
@@ -546,53 +938,82 @@ class YosysStaPPA(_YosysFlow):
     # ------------------------------------------------------------------ constraints
 
     def _pick_clock(self, synth: _Synth, clock: str | None) -> str | None:
+        """The clock port(s), comma-separated: ``clock`` (a task's hint or the caller's), else
+        the first 1-bit input with a usual clock name, else, for a sequential design only,
+        every 1-bit input whose name reads as a clock (``wclk``, ``clk_a``: designs with
+        several clock domains). None: combinational, timed under a virtual clock."""
         names = {name: width for name, width in synth.inputs}
         if clock is not None:
-            _check_identifier(clock, "clock")
-            if clock not in names:
-                raise PPAError(f"clock port {clock!r} is not an input of the design "
-                               f"(inputs: {sorted(names)})", stage="sta")
-            return clock
+            picked = [c.strip() for c in clock.split(",") if c.strip()]
+            if not picked:
+                raise ValueError(f"clock names no port: {clock!r}")
+            for name in picked:
+                _check_identifier(name, "clock")
+                if name not in names:
+                    raise PPAError(f"clock port {name!r} is not an input of the design "
+                                   f"(inputs: {sorted(names)})", stage="sta")
+            return ",".join(dict.fromkeys(picked))
         for name, width in synth.inputs:
             if width == 1 and name.lower() in CLOCK_NAMES:
                 return name
-        if synth.flops:
-            raise PPAError("sequential design with no recognisable clock port "
-                           f"(looked for {', '.join(CLOCK_NAMES)}); pass clock=NAME",
-                           stage="sta")
-        return None
+        if not synth.flops:
+            return None
+        found = [name for name, width in synth.inputs
+                 if width == 1 and _CLOCK_LIKE.fullmatch(name.lower())
+                 and not _NOT_A_CLOCK.search(name.lower())]
+        if found:
+            return ",".join(found)
+        raise PPAError("sequential design with no recognisable clock port (looked for "
+                       f"{', '.join(CLOCK_NAMES)} and names like wclk or clk_a among its 1-bit "
+                       f"inputs {sorted(n for n, w in synth.inputs if w == 1)}); name it with "
+                       "--clock NAME (several: --clock A,B) or the task's metadata "
+                       "ppa_clock", stage="sta")
 
     def sta_commands(self, netlist: Path, top: str, clock: str | None, period_ns: float) -> str:
         """The Tcl that times and powers one linked netlist (library units throughout)."""
         units = self.liberty[1].units
         period = units.to_lib_time(period_ns)
-        if clock is None:
+        clocks = clock.split(",") if clock is not None else []
+        if not clocks:
             clk, inputs = _VIRTUAL_CLOCK, "[all_inputs]"
             make_clock = f"create_clock -name {clk} -period {period:g}"
         else:
-            clk, inputs = clock, f"[delete_from_list [all_inputs] [get_ports {{{clock}}}]]"
-            make_clock = f"create_clock -name {clk} -period {period:g} [get_ports {{{clock}}}]"
-        return "\n".join((
+            ports = " ".join(clocks)
+            clk, inputs = clocks[0], f"[delete_from_list [all_inputs] [get_ports {{{ports}}}]]"
+            make_clock = "; ".join(f"create_clock -name {c} -period {period:g} "
+                                   f"[get_ports {{{c}}}]" for c in clocks)
+        # Several clocks: unrelated domains (cross-domain paths go through synchronisers and are
+        # not timed); every input and output is constrained against each clock, so the paths
+        # inside each domain are.
+        extra = clocks[1:]
+        groups = (f"set_clock_groups -asynchronous {' '.join(f'-group {{{c}}}' for c in clocks)}"
+                  if extra else "")
+        more_in = "".join(f"; set_input_delay 0 -clock {c} -add_delay $rtlforge_in"
+                          for c in extra)
+        more_out = "".join(f"; set_output_delay 0 -clock {c} -add_delay $rtlforge_out"
+                           for c in extra)
+        return "\n".join(line for line in (
             f"read_verilog {{{netlist}}}",
             f"link_design {top}",
             make_clock,
+            groups,
             f"set rtlforge_in {inputs}",
             "if {[llength $rtlforge_in]} { set_input_delay 0 -clock "
-            f"{clk} $rtlforge_in; set_input_transition "
+            f"{clk} $rtlforge_in{more_in}; set_input_transition "
             f"{units.to_lib_time(self.input_transition_ns):g} $rtlforge_in }}",
             "set rtlforge_out [all_outputs]",
-            f"if {{[llength $rtlforge_out]}} {{ set_output_delay 0 -clock {clk} $rtlforge_out; "
-            f"set_load {units.to_lib_cap(self.output_load_pf):g} $rtlforge_out }}",
+            f"if {{[llength $rtlforge_out]}} {{ set_output_delay 0 -clock {clk} $rtlforge_out"
+            f"{more_out}; set_load {units.to_lib_cap(self.output_load_pf):g} $rtlforge_out }}",
             "report_checks -path_delay max -digits 6",
             f"set_power_activity -global -activity {self.activity:g}",
             "report_power -digits 6",
-        ))
+        ) if line)
 
     # ------------------------------------------------------------------ running sta
 
     def _session(self, runner: SandboxRunner) -> _StaProcess:
         proc: _StaProcess | None = getattr(self._local, "proc", None)
-        if proc is None:
+        if proc is None or proc.runner is not runner:
             proc = _StaProcess(runner, self.liberty[0], timeout=self.sta_timeout,
                                max_queries=self.max_queries)
             with self._procs_lock:
@@ -609,12 +1030,14 @@ class YosysStaPPA(_YosysFlow):
             # A fresh module name per query: sta keeps every netlist it has read.
             unique = f"{top}__rtlforge{next(self._unique)}"
             text = re.sub(rf"^module\s+{re.escape(top)}\b", f"module {unique}",
-                          synth.netlist.read_text(), count=1, flags=re.M)
+                          synth.netlist_text, count=1, flags=re.M)
             session = self._session(runner)
             out = session.query(
                 self.sta_commands(session.workdir / _STA_NETLIST, unique, clock, period_ns),
                 text)
         else:
+            runner.put(workdir, [SourceFile(name=synth.netlist.name,
+                                            content=synth.netlist_text)], role="netlist")
             body = self.sta_commands(synth.netlist, top, clock, period_ns)
             runner.put(workdir, [SourceFile(
                 name=_STA_SCRIPT,
@@ -704,18 +1127,23 @@ def register_commands(cli: Any) -> None:
     @click.option("--top", required=True, help="Top module.")
     @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                   help="Liberty file (.lib or .lib.gz); default: the bundled generic library.")
-    @click.option("--clock", help="Clock port (default: clk/clock/clk_i... if present).")
+    @click.option("--clock", help="Clock port, or several comma-separated (default: "
+                  "clk/clock/clk_i... if present, else clock-like names such as wclk,rclk).")
     @click.option("--period", type=click.FloatRange(min=0, min_open=True),
                   help="Clock period in ns (default 10; also the abc -D target when given).")
     @click.option("--estimator", type=click.Choice(sorted(ESTIMATORS)), default="yosys-sta",
                   show_default=True)
     @click.option("--activity", type=click.FloatRange(min=0, max=2, min_open=True),
                   default=0.1, show_default=True, help="Global switching activity (yosys-sta).")
+    @click.option("--yosys", "yosys_backend", type=click.Choice(YOSYS_BACKENDS), default="auto",
+                  show_default=True,
+                  help="pyosys: the in-jail pyosys worker; binary: the yosys executable; "
+                       "auto: pyosys when installed.")
     @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     def ppa(designs: tuple[Path, ...], top: str, liberty: Path | None, clock: str | None,
-            period: float | None, estimator: str, activity: float, timeout: float,
-            as_json: bool) -> None:
+            period: float | None, estimator: str, activity: float, yosys_backend: str,
+            timeout: float, as_json: bool) -> None:
         """Area (um^2), critical-path delay (ns) and power (mW) of DESIGN files."""
         import json
         import sys
@@ -726,7 +1154,8 @@ def register_commands(cli: Any) -> None:
         try:
             files = tuple(SourceFile(name=p.name, content=p.read_text()) for p in designs)
             candidate = Candidate(files=files)
-            options: dict[str, Any] = {"liberty": liberty, "timeout": timeout}
+            options: dict[str, Any] = {"liberty": liberty, "timeout": timeout,
+                                       "yosys": yosys_backend}
             if estimator == "yosys-sta":
                 options.update(activity=activity, persistent=False)
             est = ESTIMATORS[estimator](**options)
