@@ -188,10 +188,15 @@ def _netlist_inputs(netlist: str) -> list[tuple[str, int]]:
 
 
 _CONCAT_ASSIGN = re.compile(r"^(\s*)assign\s*\{([^{}]*)\}\s*=\s*\{([^{}]*)\}\s*;", re.M)
+#: ``input signed [7:0] a;``: yosys 0.70 keeps a port's signedness in the netlist; OpenSTA 2019
+#: does not parse it and then reports the port as undeclared.
+_SIGNED_DECL = re.compile(r"^(\s*(?:input|output|inout|wire|reg))\s+signed\b", re.M)
 
 
 def _split_concat_assigns(netlist: str) -> str:
-    """``assign {a, b} = {c, d};`` as one assign per element, which OpenSTA 2019 can read."""
+    """``assign {a, b} = {c, d};`` as one assign per element, and declarations without
+    ``signed`` (meaningless between gates), which OpenSTA 2019 can read."""
+    netlist = _SIGNED_DECL.sub(r"\1", netlist)
 
     def split(match: re.Match[str]) -> str:
         lhs = [x.strip() for x in match.group(2).split(",")]

@@ -214,6 +214,27 @@ def test_pyosys_job_timeout_ends_the_job_not_the_worker(runner: SandboxRunner) -
         assert os.listdir(worker.workdir) == []  # no design left for the next one to read
 
 
+def test_signed_declarations_lose_signed_for_sta() -> None:
+    netlist = "  input signed [7:0] a;\n  wire signed [7:0] a;\n  output lt;\n"
+    assert _split_concat_assigns(netlist) == "  input [7:0] a;\n  wire [7:0] a;\n  output lt;\n"
+
+
+SIGNED_CMP = """module scmp(input wire signed [7:0] a, input wire signed [7:0] b, output lt);
+  assign lt = a < b;
+endmodule
+"""
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_signed_ports_are_timed(backend: str, runner: SandboxRunner) -> None:
+    # yosys 0.70 writes ``input signed [7:0] a;``, which OpenSTA 2019 read as no declaration
+    # at all: the comparator then had no timing path.
+    with YosysStaPPA(yosys=backend) as est:
+        area, delay, power, cells = triple(est, SIGNED_CMP, "scmp", runner)
+    assert area > 0 and delay > 0 and power > 0 and cells > 0
+
+
 @pytest.mark.tools
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_two_clock_domains_are_found_and_timed(backend: str, runner: SandboxRunner) -> None:
