@@ -400,6 +400,9 @@ class RolloutReward(TRLReward):
         stats = group_stats(rewards, codes, self.group_size)
         stats["pass_rate"] = passed / n_scored if n_scored else math.nan
         stats["hvc_mean"] = hvcs / n_hvc if n_hvc else math.nan
+        if self._choice_texts is not None:
+            stats.update(self._choice_oracle(list(prompts or [""] * n), wanted, task_ids,
+                                             histories, rewards))
         self.last_stats = stats
         self.seconds += time.perf_counter() - start
         self.scored += n
@@ -409,6 +412,41 @@ class RolloutReward(TRLReward):
                 if math.isfinite(value):
                     log_metric(f"rtlforge/{key}", value)
         return rewards
+
+    def _choice_oracle(self, prompts: Sequence[Any], wanted: Mapping[str, Any],
+                       task_ids: Sequence[str], histories: Sequence[Any],
+                       rewards: Sequence[float | None]) -> dict[str, float]:
+        """How close the choices came to the best label for each prompt's history.
+
+        The attainable reward falls as histories grow (a circuit already in the history adds
+        no hypervolume), so the raw reward mean can drop while the policy improves. In choice
+        mode every label is known, so each (task, history) is scored once with every label;
+        ``choice_optimal_rate`` is the share of samples that got that best reward and
+        ``choice_regret`` the mean shortfall. Cached validation and PPA make this cheap.
+        """
+        texts = list(dict.fromkeys(self._choice_texts.values())) if self._choice_texts else []
+        best: dict[tuple[str, str], float | None] = {}
+        for i, key in enumerate(zip(task_ids, (history_key(h) for h in histories),
+                                    strict=True)):
+            if key in best or not texts:
+                continue
+            columns = {k: [v[i]] * len(texts) for k, v in wanted.items()}
+            scores = self.reward.score([prompts[i]] * len(texts), texts, **columns)
+            finite = [s for s in scores if s is not None and math.isfinite(s)]
+            best[key] = max(finite) if finite else None
+        optimal = regret = 0.0
+        counted = 0
+        for i, key in enumerate(zip(task_ids, (history_key(h) for h in histories),
+                                    strict=True)):
+            top, r = best.get(key), rewards[i]
+            if top is None or r is None:
+                continue
+            counted += 1
+            optimal += r >= top - 1e-9
+            regret += max(0.0, top - r)
+        if not counted:
+            return {}
+        return {"choice_optimal_rate": optimal / counted, "choice_regret": regret / counted}
 
 
 # --------------------------------------------------------------------------------------------
@@ -425,6 +463,8 @@ _LOG_KEYS = {
     "rtlforge/unique_circuits": "unique_circuits",
     "rtlforge/zero_signal_groups": "zero_signal_groups", "rtlforge/groups": "groups",
     "rtlforge/abstained": "abstained",
+    "rtlforge/choice_optimal_rate": "choice_optimal_rate",
+    "rtlforge/choice_regret": "choice_regret",
 }
 
 

@@ -197,6 +197,34 @@ def _code(i: int) -> str:
     return f"module m{i}(input a, output y); assign y = a; endmodule"
 
 
+class _TableReward:
+    """A reward given as a table: (history, label text) -> reward."""
+
+    def __init__(self, table: dict[tuple[str, str], float | None]) -> None:
+        self.table = table
+
+    def score(self, prompts: list[str], completions: list[str], **columns: Any) -> list:
+        return [self.table[(h, c)] for h, c in zip(columns["history"], completions, strict=True)]
+
+
+def test_choice_oracle_scores_every_label_against_each_history() -> None:
+    from rtlforge.trainers.grpo import RolloutReward
+
+    # Hand-computed: with an empty history B (2.23) beats A (2.0); once B is in the history,
+    # repeating it adds no hypervolume (1.0) and A is best (1.5).
+    table = {("[]", "A-code"): 2.0, ("[]", "B-code"): 2.23,
+             ('["B"]', "A-code"): 1.5, ('["B"]', "B-code"): 1.0}
+    oracle = object.__new__(RolloutReward)
+    oracle._choice_texts = {"A": "A-code", "B": "B-code"}
+    oracle._reward = _TableReward(table)  # type: ignore[assignment]  # the built reward
+    histories = ["[]", "[]", '["B"]', '["B"]', '["B"]']
+    rewards = [2.0, 2.23, 1.0, 1.5, None]  # the last one abstained: not counted
+    stats = oracle._choice_oracle([""] * 5, {"history": histories}, ["t"] * 5, histories,
+                                  rewards)
+    assert stats["choice_optimal_rate"] == pytest.approx(2 / 4)
+    assert stats["choice_regret"] == pytest.approx((0.23 + 0.0 + 0.5 + 0.0) / 4)
+
+
 def test_best_per_group_keeps_highest_hvc() -> None:
     hist = [{"code": _code(0), "power": 1, "delay": 1, "area": 1, "ratio": [1.0, 1.0, 1.0]}]
     rolls = [
