@@ -199,6 +199,7 @@ class SampleDetail(BaseModel):
     iteration: int
     verdict: str
     source: str | None = None  # file or note the sample came from (display only)
+    code: str | None = None  # the circuit as submitted (shown collapsed in the report)
     message: str | None = None  # first feedback message of a sample that did not pass
     ppa: PPAMeasure | None = None  # None when not measured (not passing, or no --ppa)
     objectives: tuple[float, float, float] | None = None  # golden/generated ratios, maximised
@@ -402,7 +403,7 @@ def evaluate_detailed(
             index=res.index, task_id=res.task_id, method=method, trial=trial,
             iteration=iteration, verdict=res.report.verdict.value,
             source=str(source) if source is not None else None,
-            message=_first_message(res.report), ppa=ppa,
+            code=sample.completion, message=_first_message(res.report), ppa=ppa,
             objectives=tuple(float(x) for x in vec) if vec is not None else None,
             ast_similarity=getattr(ast, "similarity", None),
             ast_status=getattr(ast, "status", None),

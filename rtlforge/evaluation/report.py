@@ -15,6 +15,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ import numpy as np
 from rtlforge.evaluation.evaluate import DetailedEval, PPAMeasure, SampleDetail
 from rtlforge.pareto.hypervolume import non_dominated
 
-__all__ = ["OBJECTIVE_PAIRS", "render_html", "scatter_svg", "summarise", "write_report"]
+__all__ = ["GOLDEN_WIDEN", "MAX_CIRCUITS_PER_TASK", "MIN_CI_CELLS", "OBJECTIVE_PAIRS",
+           "environment", "line_svg", "render_html", "scatter_svg", "summarise", "write_report"]
 
 #: (x, y) raw PPA axes plotted per task; every objective is minimised on these axes.
 OBJECTIVE_PAIRS: tuple[tuple[str, str], ...] = (
@@ -35,6 +37,18 @@ _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#
             "#e377c2", "#7f7f7f", "#bcbd22")
 _XML_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 _MESSAGE_CHARS = 240
+#: Circuits whose source the report shows per task (round robin over methods); every circuit
+#: stays in results.jsonl / candidates.jsonl. Keeps a 30-trial run's report a few MB.
+MAX_CIRCUITS_PER_TASK = 24
+#: Characters of one circuit's source shown (the rest is cut, and the cut is said).
+MAX_SOURCE_CHARS = 12_000
+#: A bootstrap CI resting on fewer (task, trial) cells than this is flagged in the report:
+#: the nested bootstrap resamples tasks then trials, and with under ~10 cells the interval
+#: is a handful of distinct resamples, not a confidence statement.
+MIN_CI_CELLS = 10
+#: The golden is drawn inside a scatter plot when that widens an axis to at most this many
+#: times the circuits' spread; farther away it is pinned to the edge with an arrow.
+GOLDEN_WIDEN = 4.0
 
 
 def _esc(value: object) -> str:
@@ -89,7 +103,41 @@ def summarise(evaluation: DetailedEval, *, extra: Mapping[str, Any] | None = Non
     sims = [d.ast_similarity for d in evaluation.details if d.ast_similarity is not None]
     if sims:
         summary["ast_similarity"] = {"scored": len(sims), "mean": float(np.mean(sims))}
+    summary["environment"] = environment(evaluation)
     return _json_safe({**summary, **(extra or {})})
+
+
+def environment(evaluation: DetailedEval) -> dict[str, Any]:
+    """What produced the numbers, read off the results: liberty, clock period, estimator and
+    the version of every tool that validated or measured a circuit (first seen wins)."""
+    tools: dict[str, str] = {}
+    for sample in evaluation.result.samples:
+        for tool in sample.report.tools:
+            tools.setdefault(tool.name, tool.version or "unknown")
+    liberties: set[str] = set()
+    periods: set[float] = set()
+    estimators: set[str] = set()
+    for measure in [*(d.ppa for d in evaluation.details), *evaluation.golden.values()]:
+        if measure is None or measure.ppa is None:
+            continue
+        result = measure.ppa
+        for tool in result.tools:
+            tools.setdefault(tool.name, tool.version or "unknown")
+        if result.liberty:
+            liberties.add(result.liberty)
+        if isinstance(period := result.details.get("period_ns"), int | float):
+            periods.add(float(period))
+        if isinstance(name := result.details.get("estimator"), str):
+            estimators.add(name)
+    env: dict[str, Any] = {}
+    if estimators:
+        env["estimator"] = ", ".join(sorted(estimators))
+    if liberties:
+        env["liberty"] = ", ".join(sorted(liberties))
+    if periods:
+        env["clock_period_ns"] = sorted(periods)
+    env["tools"] = dict(sorted(tools.items()))
+    return env
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,27 +163,77 @@ def _range(values: Sequence[float]) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
+def _legend_svg(x: float, y: float, entries: Sequence[tuple[str, str]], width: float) -> tuple[
+        str, float]:
+    """Legend rows at (x, y): ``entries`` are (marker SVG at the origin, escaped label).
+
+    Returns the SVG and the height it took, wrapping to a new row when ``width`` is full."""
+    parts, cx, cy, row = ['<g class="legend">'], x, y, 14
+    for marker, label in entries:
+        need = 18 + 6.2 * len(html.unescape(label)) + 10
+        if cx > x and cx + need > x + width:
+            cx, cy = x, cy + row
+        parts.append(f'<g transform="translate({cx + 5:.1f} {cy:.1f})">{marker}</g>'
+                     f'<text x="{cx + 14:.1f}" y="{cy + 3.5:.1f}" class="tick">{label}</text>')
+        cx += need
+    parts.append("</g>")
+    return "".join(parts), cy - y + row
+
+
+def _golden_marker(x: float, y: float, size: float = 7.0) -> str:
+    """The golden's marker path: a diamond, the one shape no method uses."""
+    return (f"M{x:.1f},{y - size:.1f}L{x + size:.1f},{y:.1f}L{x:.1f},{y + size:.1f}"
+            f"L{x - size:.1f},{y:.1f}Z")
+
+
+def _axis_range(values: Sequence[float], golden: float | None) -> tuple[float, float, bool]:
+    """(lo, hi, golden_inside): the axis spans the circuits; the golden joins it only when
+    that widens the axis to at most :data:`GOLDEN_WIDEN` times the circuits' spread."""
+    if not values:
+        lo, hi = _range([golden] if golden is not None else [0.0])
+        return lo, hi, golden is not None
+    lo, hi = min(values), max(values)
+    spread = hi - lo if hi - lo > abs(hi) * 1e-12 else (abs(hi) * 0.2 or 1.0)
+    inside = golden is not None and (max(hi, golden) - min(lo, golden)) <= GOLDEN_WIDEN * spread
+    lo, hi = _range([*values, *([golden] if inside and golden is not None else [])])
+    return lo, hi, inside
+
+
 def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mapping[str, str], *,
                 xlabel: str, ylabel: str, golden: tuple[float, float] | None = None,
-                width: int = 300, height: int = 230) -> str:
+                width: int = 340, height: int = 250) -> str:
     """One scatter plot; ``points`` are ``(x, y, method, tooltip)``, both axes minimised.
 
     Circles carry class ``pt`` (``pt front`` on the non-dominated front of all methods
-    together, which is also drawn as a staircase); the golden is a diamond of class ``golden``.
+    together, which is also drawn as a staircase); the golden is a diamond of class
+    ``golden``, drawn last so equal circuits never hide it. The axes span the circuits: a
+    golden far outside them is pinned to the frame's edge (class ``golden off``) with an
+    arrow towards it and its value, instead of squeezing the circuits into a corner.
+    A legend (the methods present, golden, front) and "lower is better" are in the plot.
     """
-    left, right, top, bottom = 58, 10, 10, 40
+    left, right, top, bottom = 58, 10, 18, 40
+    methods = list(dict.fromkeys(p[2] for p in points))
+    entries = [(f'<circle r="4" fill="{colours.get(m, "#444")}"/>', _esc(m)) for m in methods]
+    if golden is not None:
+        entries.append((f'<path d="{_golden_marker(0, 0, 5)}" class="lg-golden"/>', "golden"))
+    if points:
+        entries.append(('<path d="M-6,0H6" class="stairs"/><circle r="3" class="lg-front" '
+                        'fill="#fff"/>', "non-dominated front"))
+    legend, legend_h = _legend_svg(left - 50, 0, entries, width - left + 40)
     pw, ph = width - left - right, height - top - bottom
-    xs = [p[0] for p in points] + ([golden[0]] if golden else [])
-    ys = [p[1] for p in points] + ([golden[1]] if golden else [])
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" '
+    total_h = height + legend_h + 4
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total_h:.0f}" '
+             f'viewBox="0 0 {width} {total_h:.0f}" role="img" '
              f'aria-label="{_esc(xlabel)} versus {_esc(ylabel)}">',
+             f'<text x="{left + pw}" y="{top - 5}" text-anchor="end" class="better">'
+             "↙ lower is better on both axes</text>",
              f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>']
-    if not xs:
+    if not points and golden is None:
         parts.append(f'<text x="{left + pw / 2}" y="{top + ph / 2}" text-anchor="middle" '
                      'class="note">no measured circuits</text></svg>')
         return "".join(parts)
-    (x0, x1), (y0, y1) = _range(xs), _range(ys)
+    x0, x1, gx_in = _axis_range([p[0] for p in points], golden[0] if golden else None)
+    y0, y1, gy_in = _axis_range([p[1] for p in points], golden[1] if golden else None)
 
     def sx(v: float) -> float:
         return left + (v - x0) / (x1 - x0) * pw
@@ -164,15 +262,106 @@ def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mappin
         for (_, ya), (xb, yb) in pairwise(stairs):
             path.append(f"L{sx(xb):.1f},{sy(ya):.1f}L{sx(xb):.1f},{sy(yb):.1f}")
         parts.append(f'<path d="{"".join(path)}" class="stairs"/>')
-    if golden is not None:
-        gx, gy = sx(golden[0]), sy(golden[1])
-        parts.append(f'<path d="M{gx:.1f},{gy - 6:.1f}L{gx + 6:.1f},{gy:.1f}L{gx:.1f},'
-                     f'{gy + 6:.1f}L{gx - 6:.1f},{gy:.1f}Z" class="golden"><title>golden: '
-                     f'{_fmt(golden[0])}, {_fmt(golden[1])}</title></path>')
     for (x, y, method, tip), on_front in zip(points, front, strict=True):
         cls = "pt front" if on_front else "pt"
         parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" class="{cls}" '
                      f'fill="{colours.get(method, "#444")}"><title>{_esc(tip)}</title></circle>')
+    if golden is not None:
+        tip = f"golden: {_fmt(golden[0])}, {_fmt(golden[1])}"
+        gx = sx(golden[0]) if gx_in else (left + pw if golden[0] > x1 else left)
+        gy = sy(golden[1]) if gy_in else (top if golden[1] > y1 else top + ph)
+        if gx_in and gy_in:
+            parts.append(f'<path d="{_golden_marker(gx, gy)}" class="golden">'
+                         f"<title>{tip}</title></path>")
+        else:
+            # an arrow from inside the frame to the pinned marker, pointing where the golden is
+            dx = 0 if gx_in else (1 if golden[0] > x1 else -1)
+            dy = 0 if gy_in else (-1 if golden[1] > y1 else 1)
+            ax, ay = gx - 22 * dx, gy - 22 * dy
+            parts.append(f'<line x1="{ax:.1f}" y1="{ay:.1f}" x2="{gx - 8 * dx:.1f}" '
+                         f'y2="{gy - 8 * dy:.1f}" class="golden-arrow"/>'
+                         f'<path d="{_golden_marker(gx, gy)}" class="golden off">'
+                         f"<title>{tip} (off the axes)</title></path>")
+            anchor = "end" if gx > left + pw / 2 else "start"
+            lx = gx - 10 if anchor == "end" else gx + 10
+            ly = gy + 16 if gy < top + ph / 2 else gy - 10
+            parts.append(f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" '
+                         f'class="gold-label">golden off scale ({_fmt(golden[0], 3)}, '
+                         f"{_fmt(golden[1], 3)})</text>")
+    parts.append(f'<g transform="translate(0 {height + 2})">{legend}</g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def line_svg(series: Mapping[str, Sequence[tuple[float, float | None]]],
+             colours: Mapping[str, str], *, xlabel: str, ylabel: str, better: str,
+             y_floor: float = 0.0, y_ceiling: float | None = 1.0,
+             width: int = 400, height: int = 260) -> str:
+    """Lines of ``(x, y)`` per method (class ``series``, one circle ``lp`` per point), a legend
+    and ``better`` ("higher is better"...) in the plot. The y axis starts at ``y_floor`` and
+    reaches at least ``y_ceiling`` so methods compare on one fixed scale."""
+    left, right, top, bottom = 50, 12, 18, 40
+    pw, ph = width - left - right, height - top - bottom
+    entries = [(f'<path d="M-6,0H6" stroke="{colours.get(m, "#444")}" class="series"/>'
+                f'<circle r="3" fill="{colours.get(m, "#444")}"/>', _esc(m)) for m in series]
+    legend, legend_h = _legend_svg(left - 40, 0, entries, width - left + 30)
+    total_h = height + legend_h + 4
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total_h:.0f}" '
+             f'viewBox="0 0 {width} {total_h:.0f}" role="img" '
+             f'aria-label="{_esc(ylabel)} against {_esc(xlabel)}">',
+             f'<text x="{left + pw}" y="{top - 5}" text-anchor="end" class="better">'
+             f"{_esc(better)}</text>",
+             f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>']
+    xs = [x for pts in series.values() for x, y in pts if y is not None]
+    ys = [y for pts in series.values() for _, y in pts if y is not None and math.isfinite(y)]
+    if not xs or not ys:
+        parts.append(f'<text x="{left + pw / 2}" y="{top + ph / 2}" text-anchor="middle" '
+                     'class="note">no data</text></svg>')
+        return "".join(parts)
+    x0, x1 = min(xs), max(xs)
+    if x1 == x0:
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    else:
+        pad = (x1 - x0) * 0.04
+        x0, x1 = x0 - pad, x1 + pad
+    y0 = min(y_floor, *ys)
+    y1 = max(y_ceiling if y_ceiling is not None else y0, *ys)
+    if y1 - y0 <= 1e-12:
+        y1 = y0 + 1.0
+    y1 += (y1 - y0) * 0.05
+
+    def sx(v: float) -> float:
+        return left + (v - x0) / (x1 - x0) * pw
+
+    def sy(v: float) -> float:
+        return top + ph - (v - y0) / (y1 - y0) * ph
+
+    xticks = sorted(set(xs)) if len(set(xs)) <= 12 else _ticks(x0, x1)
+    for t in xticks:
+        parts.append(f'<line x1="{sx(t):.1f}" y1="{top + ph}" x2="{sx(t):.1f}" '
+                     f'y2="{top + ph + 4}" class="axis"/>'
+                     f'<text x="{sx(t):.1f}" y="{top + ph + 15}" text-anchor="middle" '
+                     f'class="tick">{_fmt(t, 3)}</text>')
+    for t in _ticks(y0, y1):
+        parts.append(f'<line x1="{left}" y1="{sy(t):.1f}" x2="{left + pw}" y2="{sy(t):.1f}" '
+                     f'class="grid"/><text x="{left - 6}" y="{sy(t) + 3:.1f}" '
+                     f'text-anchor="end" class="tick">{_fmt(t, 3)}</text>')
+    parts.append(f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle" '
+                 f'class="label">{_esc(xlabel)}</text>'
+                 f'<text transform="translate(12 {top + ph / 2}) rotate(-90)" '
+                 f'text-anchor="middle" class="label">{_esc(ylabel)}</text>')
+    for method, pts in series.items():
+        colour = colours.get(method, "#444")
+        good = [(x, y) for x, y in pts if y is not None and math.isfinite(y)]
+        if len(good) > 1:
+            d = "".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}"
+                        for i, (x, y) in enumerate(good))
+            parts.append(f'<path d="{d}" stroke="{colour}" class="series"/>')
+        for x, y in good:
+            parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" class="lp" '
+                         f'fill="{colour}"><title>{_esc(method)} @{_fmt(x)}: {_fmt(y)}'
+                         "</title></circle>")
+    parts.append(f'<g transform="translate(0 {height + 2})">{legend}</g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -191,10 +380,19 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}
 .axis{stroke:#999}.tick{font-size:9px;fill:#555}.label{font-size:11px;fill:#222}
 .note{font-size:12px;fill:#888}.stairs{fill:none;stroke:#000;stroke-width:1;stroke-dasharray:3 2}
 .pt{stroke:#fff;stroke-width:1;opacity:.85}.pt.front{stroke:#000;stroke-width:2;opacity:1}
-.golden{fill:#ffd700;stroke:#000}.legend span{display:inline-block;margin-right:14px}
+.golden,.lg-golden{fill:#ffd700;stroke:#000}.legend span{display:inline-block;margin-right:14px}
 .sw{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
 .pass{color:#176317}.fail,.error{color:#a31515}.timeout,.infra_error{color:#8a6d00}
 .msg{font-family:monospace;font-size:12px;white-space:pre-wrap;max-width:420px}
+.golden.off{stroke-width:1.5}.golden-arrow{stroke:#b8860b;stroke-width:2}
+.gold-label{font-size:9px;fill:#7a5c00}.better{font-size:10px;fill:#555;font-style:italic}
+.lg-front{stroke:#000;stroke-width:2}.grid{stroke:#eee}
+.series{fill:none;stroke-width:2}.lp{stroke:#fff;stroke-width:1}
+.warn{background:#fff4ce;border-left:4px solid #e0a800;padding:4px 8px}
+details.circuit{margin:2px 0;border:1px solid #e4e4e4;border-radius:3px}
+details.circuit>summary{cursor:pointer;padding:2px 6px;background:#fafafa;font-size:13px}
+details.circuit pre{margin:0;padding:6px 8px;overflow:auto;max-height:420px;font-size:12px;
+background:#fcfcfc}
 """
 
 
@@ -211,7 +409,20 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]
     return "".join(out)
 
 
-def _metrics_html(metrics: Mapping[str, Any]) -> str:
+def _rhv_plots(methods: Mapping[str, Any], iters: Sequence[str],
+               colours: Mapping[str, str]) -> str:
+    """rHV and win rate against iteration per method: the paper's main figures."""
+    plots = []
+    for key, label in (("rhv", "rHV"), ("win_rate", "win rate")):
+        series = {name: [(float(i), m.get(key, {}).get(i)) for i in iters]
+                  for name, m in methods.items()}
+        plots.append(line_svg(series, colours, xlabel="iteration", ylabel=label,
+                              better="↑ higher is better"))
+    return ('<div class="plots">' + "".join(plots) + "</div><p>Mean over (task, trial) cells "
+            "at each iteration, against the front of all methods together.</p>")
+
+
+def _metrics_html(metrics: Mapping[str, Any], colours: Mapping[str, str]) -> str:
     methods: Mapping[str, Any] = metrics.get("methods", {})
     if not methods:
         return "<p>No metrics (no method has a measured circuit).</p>"
@@ -230,7 +441,7 @@ def _metrics_html(metrics: Mapping[str, Any]) -> str:
         if baselines:
             row.append(_fmt(m.get("rhv_vs_baseline_median")))
         rows.append(row)
-    out = _table(head, rows, set(range(1, len(head))))
+    out = _rhv_plots(methods, iters, colours) + _table(head, rows, set(range(1, len(head))))
     if baselines:
         out += ("<p>Appendix E.2: the reference archive is the front of the union of the "
                 "baselines " + ", ".join(_esc(b) for b in baselines) + " (all trials, final "
@@ -249,9 +460,19 @@ def _metrics_html(metrics: Mapping[str, Any]) -> str:
                 "(lowest trial ids) up to the iteration shown, mean over tasks.</p>")
     comps = metrics.get("comparisons") or []
     if comps:
-        out += _table(["method", "versus", "mean rHV difference", "95% CI (nested bootstrap)"],
+        cells = int(metrics.get("cells") or 0)
+        few = cells < MIN_CI_CELLS
+        flag = f' <span class="warn">⚠ {cells} cells</span>' if few else ""
+        out += _table(["method", "versus", "mean rHV difference", "95% CI (nested bootstrap)",
+                       "(task, trial) cells"],
                       [[_esc(c["method"]), _esc(c["versus"]), _fmt(c["rhv_diff"]),
-                        f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"] for c in comps])
+                        f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]{flag}", str(cells)]
+                       for c in comps], {2, 4})
+        if few:
+            out += (f'<p class="warn">⚠ These intervals rest on {cells} (task, trial) cells, '
+                    f"fewer than {MIN_CI_CELLS}: the bootstrap has only a few distinct "
+                    "resamples, so read them as a rough range, not a 95% confidence "
+                    "interval. Run more trials or tasks for a CI to rely on.</p>")
     out += (f"<p>{_esc(metrics.get('tasks', 0))} tasks, {_esc(metrics.get('cells', 0))} "
             "(task, trial) cells. rHV and win rate are computed in objective space (golden / "
             "generated PPA ratios) against the front of all methods together.</p>")
@@ -304,12 +525,88 @@ def _task_section(task_id: str, details: Sequence[SampleDetail], golden: PPAMeas
     out.append(_table(["method", "trial", "iter", "verdict", "power (mW)", "delay (ns)",
                        "area (µm²)", "HVC", "AST sim", "source", "first message"],
                       rows, {1, 2, 4, 5, 6, 7, 8}))
+    out.append(_circuits_html(details))
     return "".join(out)
 
 
+def _shown_circuits(details: Sequence[SampleDetail]) -> list[SampleDetail]:
+    """At most :data:`MAX_CIRCUITS_PER_TASK`, taken round robin over methods (each in trial,
+    iteration order) so a capped task still shows every method's early and late circuits."""
+    queues: dict[str, list[SampleDetail]] = {}
+    for d in sorted(details, key=lambda d: (d.method, d.trial, d.iteration, d.index)):
+        queues.setdefault(d.method, []).append(d)
+    picked: list[SampleDetail] = []
+    while len(picked) < MAX_CIRCUITS_PER_TASK and any(queues.values()):
+        for queue in queues.values():
+            if queue and len(picked) < MAX_CIRCUITS_PER_TASK:
+                picked.append(queue.pop(0))
+    return sorted(picked, key=lambda d: (d.method, d.trial, d.iteration, d.index))
+
+
+def _circuits_html(details: Sequence[SampleDetail]) -> str:
+    """Each circuit's source in a collapsed ``<details>`` headed by its verdict, PPA and HVC.
+    The source is untrusted text: escaped whole, so markup in it (``</details><script>``)
+    shows as text and cannot close the element or run."""
+    shown = _shown_circuits(details)
+    if not shown:
+        return ""
+    out = ["<h4>Circuits</h4>"]
+    if len(shown) < len(details):
+        out.append(f'<p class="warn">Showing {len(shown)} of {len(details)} circuits (at most '
+                   f"{MAX_CIRCUITS_PER_TASK} per task, shared over the methods); every circuit "
+                   "is in results.jsonl / candidates.jsonl.</p>")
+    for d in shown:
+        ppa = d.ppa
+        if ppa is not None and ppa.ok:
+            ppa_text = (f"power {_fmt(ppa.power)} mW · delay {_fmt(ppa.delay)} ns · "
+                        f"area {_fmt(ppa.area)} µm²")
+        elif ppa is not None:
+            ppa_text = "PPA error"
+        else:
+            ppa_text = "no PPA"
+        head = (f"{_esc(d.method)} · trial {d.trial} · iteration {d.iteration} · "
+                f'<span class="{_esc(d.verdict)}">{_esc(d.verdict)}</span> · {ppa_text} · '
+                f"HVC {_fmt(d.hvc)}" + (f" · {_esc(d.source)}" if d.source else ""))
+        code = d.code
+        if code is None or not code.strip():
+            body = '<p class="note">no Verilog was extracted from this completion</p>'
+        else:
+            cut = ""
+            if len(code) > MAX_SOURCE_CHARS:
+                cut = (f"\n… cut after {MAX_SOURCE_CHARS} of {len(code)} characters "
+                       "(the whole text is in the JSONL files)")
+                code = code[:MAX_SOURCE_CHARS]
+            body = f"<pre><code>{_esc(code)}{_esc(cut)}</code></pre>"
+        if d.message and not d.passed:
+            note = d.message[:_MESSAGE_CHARS] + ("…" if len(d.message) > _MESSAGE_CHARS else "")
+            body = f'<div class="msg">{_esc(note)}</div>' + body
+        out.append(f'<details class="circuit"><summary>{head}</summary>{body}</details>')
+    return "".join(out)
+
+
+def _environment_rows(env: Mapping[str, Any], generated: str | None) -> list[list[str]]:
+    rows = []
+    for key, label in (("estimator", "PPA estimator"), ("liberty", "liberty")):
+        if env.get(key):
+            rows.append([label, _esc(env[key])])
+    periods = env.get("clock_period_ns") or []
+    if periods:
+        rows.append(["clock period (ns)", _esc(", ".join(_fmt(float(p)) for p in periods))])
+    tools = env.get("tools") or {}
+    if tools:
+        rows.append(["tools", "<br>".join(f"{_esc(n)} {_esc(v)}" for n, v in tools.items())])
+    if generated:
+        rows.append(["report generated", _esc(generated)])
+    return rows
+
+
 def render_html(summary: Mapping[str, Any], details: Sequence[SampleDetail],
-                golden: Mapping[str, PPAMeasure], *, title: str = "rtlforge eval report") -> str:
-    """The whole report as one HTML string (no scripts, no external resources)."""
+                golden: Mapping[str, PPAMeasure], *, title: str = "rtlforge eval report",
+                generated: str | None = None) -> str:
+    """The whole report as one HTML string (no scripts, no external resources).
+
+    ``generated`` (a timestamp) is shown with the environment; it is not in summary.json,
+    which stays the same when a finished run is reported again."""
     methods = sorted({d.method for d in details})
     colours = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(methods)}
     out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -320,6 +617,9 @@ def render_html(summary: Mapping[str, Any], details: Sequence[SampleDetail],
         out.append(_table(["setting", "value"],
                           [[_esc(k), _esc(", ".join(map(str, v)) if isinstance(v, list) else v)]
                            for k, v in info.items()]))
+    env_rows = _environment_rows(summary.get("environment") or {}, generated)
+    if env_rows:
+        out.append("<h2>Environment</h2>" + _table(["", "value"], env_rows))
     verdicts = summary.get("verdicts", {})
     out.append(f"<p>{_esc(summary.get('samples', len(details)))} samples over "
                f"{_esc(summary.get('tasks', 0))} tasks. Verdicts: "
@@ -335,12 +635,14 @@ def render_html(summary: Mapping[str, Any], details: Sequence[SampleDetail],
             for name, m in per_method.items()]
     out.append(_table(["method", "samples", "passed", "pass rate", *ks, "PPA measured",
                        "verdicts"], rows, set(range(1, 5 + len(ks)))))
+    gold_icon = ('<svg width="14" height="14" viewBox="-7 -7 14 14" class="sw-svg">'
+                 f'<path d="{_golden_marker(0, 0, 6)}" class="lg-golden"/></svg>')
     out.append('<p class="legend">' + "".join(
         f'<span><i class="sw" style="background:{colours[m]}"></i>{_esc(m)}</span>'
-        for m in methods) + '<span><i class="sw" style="background:#ffd700;border-radius:0">'
-        "</i>golden</span><span>black ring / dashed line: non-dominated front</span></p>")
+        for m in methods) + f"<span>{gold_icon} golden</span>"
+        "<span>black ring / dashed line: non-dominated front</span></p>")
     if "metrics" in summary:
-        out.append("<h2>Pareto metrics</h2>" + _metrics_html(summary["metrics"]))
+        out.append("<h2>Pareto metrics</h2>" + _metrics_html(summary["metrics"], colours))
     files = summary.get("unmatched_files") or []
     if files:
         out.append("<h2>Unmatched sample files</h2>" + _table(
@@ -352,7 +654,10 @@ def render_html(summary: Mapping[str, Any], details: Sequence[SampleDetail],
             ["method", "file", "task", "how"],
             [[_esc(f.get("method")), _esc(f.get("path")), _esc(f.get("task_id")),
               _esc(f.get("how"))] for f in aliased]))
-    out.append("<h2>Tasks</h2>")
+    out.append("<h2>Tasks</h2><p>Scatter axes span the measured circuits; the golden joins "
+               f"them when that widens an axis at most {GOLDEN_WIDEN:g}-fold, otherwise it is "
+               "pinned to the plot's edge with an arrow and its value. Every circuit's source "
+               f"is under <i>Circuits</i> (at most {MAX_CIRCUITS_PER_TASK} per task).</p>")
     by_task: dict[str, list[SampleDetail]] = {}
     for d in details:
         by_task.setdefault(d.task_id, []).append(d)
@@ -375,7 +680,8 @@ def write_report(directory: str | Path, evaluation: DetailedEval,
     with paths["records.jsonl"].open("w") as fh:
         for record in evaluation.records():
             fh.write(json.dumps(_json_safe(record), allow_nan=False) + "\n")
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
     paths["report.html"].write_text(
-        render_html(summary, evaluation.details, evaluation.golden, title=title),
-        encoding="utf-8")
+        render_html(summary, evaluation.details, evaluation.golden, title=title,
+                    generated=generated), encoding="utf-8")
     return paths

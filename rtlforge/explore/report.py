@@ -52,7 +52,7 @@ def detailed_from_records(records: Sequence[ExploreRecord],
         details.append(SampleDetail(
             index=index, task_id=r.task, method=r.method, trial=r.trial,
             iteration=r.iteration, verdict=r.verdict.value,
-            source=f"sample {r.sample}", message=r.message,
+            source=f"sample {r.sample}", code=r.source, message=r.message,
             ppa=r.ppa, objectives=tuple(r.objectives) if r.objectives else None,
             hvc=r.hvc, ast_similarity=r.ast_similarity,
             ast_status=r.ast_status, ast_backend=r.ast_backend))
@@ -81,6 +81,21 @@ def _progress(records: Sequence[ExploreRecord]) -> dict[str, Any]:
     return {m: {it: {"samples": c["samples"], "passed": c["passed"],
                      "mean_hvc": float(np.mean(c["hvc"])) if c["hvc"] else None}
                 for it, c in sorted(its.items())} for m, its in out.items()}
+
+
+def _environment(found: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's environment: the archive keeps PPA flat (no liberty or clock period per
+    circuit), so the estimator's stored settings say which liberty and period measured it."""
+    env = dict(found)
+    estimator = (config.get("settings") or {}).get("estimator") or {}
+    if isinstance(estimator, Mapping):
+        if estimator.get("name"):
+            env["estimator"] = str(estimator["name"])
+        if estimator.get("liberty"):
+            env["liberty"] = str(estimator["liberty"])
+        if isinstance(estimator.get("period_ns"), int | float):
+            env["clock_period_ns"] = [float(estimator["period_ns"])]
+    return {k: env[k] for k in ("estimator", "liberty", "clock_period_ns", "tools") if k in env}
 
 
 def protocol_line(protocol: Mapping[str, Any]) -> str:
@@ -118,6 +133,7 @@ def write_explore_report(run_dir: str | Path, records: Sequence[ExploreRecord],
         run["protocol"] = protocol_line(protocol)
     summary = summarise(detailed, extra={"run": run, **({"protocol": protocol} if protocol
                                                         else {})})
+    summary["environment"] = _environment(summary.get("environment") or {}, config)
     metric_records = [Record.model_validate(r) for r in detailed.records()]
     if any(r.objectives() is not None for r in metric_records):
         metrics = json.loads(metrics_json(compute_metrics(metric_records, baseline=baseline,

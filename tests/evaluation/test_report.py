@@ -69,7 +69,9 @@ def _parse(text: str) -> _Collector:
 
 
 def _svgs(text: str) -> list[ET.Element]:
-    return [ET.fromstring(m) for m in re.findall(r"<svg\b.*?</svg>", text, re.S)]
+    """The PPA scatter plots (the report also has rHV/win-rate line plots and legend icons)."""
+    svgs = [ET.fromstring(m) for m in re.findall(r"<svg\b.*?</svg>", text, re.S)]
+    return [s for s in svgs if " versus " in (s.get("aria-label") or "")]
 
 
 def _circles(svg: ET.Element) -> list[ET.Element]:
