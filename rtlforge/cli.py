@@ -28,6 +28,7 @@ from rtlforge.core.models import (
 from rtlforge.evaluation.protocol import PRESETS, layout_line, sample_layout_record
 
 if TYPE_CHECKING:
+    from rtlforge.core.options import PluginSpec
     from rtlforge.core.plugins import PluginHost
     from rtlforge.validate.pipeline import Pipeline
 
@@ -77,6 +78,40 @@ def plugin_options(kind: str, name: str, items: tuple[str, ...], flag: str) -> d
     try:
         model = current_host().options_model(kind, name)
         return parse_option_strings(model, items, flag=flag, what=f"{kind} {name!r}")
+    except RtlforgeError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+#: How every command selects plugins (documented in docs/plugins.md).
+PLUGIN_OPTION_HELP = ("[NAME.]KEY=VALUE: an option of the selected {kind} NAME, typed by its "
+                      "options model (repeatable; the NAME. prefix may be left out when one "
+                      "{kind} is selected; see `rtlforge plugins`).")
+
+
+def plugin_specs(kind: str, names: tuple[str, ...], items: tuple[str, ...], flag: str,
+                 *, supplied: tuple[str, ...] = ()) -> list[PluginSpec]:
+    """``--KIND NAME`` (repeatable) with ``--KIND-option [NAME.]KEY=VALUE``, checked now.
+
+    An unknown name (with a "did you mean"), an option naming no selected plugin, an unknown
+    option or a value of the wrong type is a usage error before any work starts. ``supplied``
+    names options the command adds itself (a reward's ``tasks``).
+    """
+    from rtlforge.core.options import (
+        PluginSpec,
+        coerce_option_strings,
+        group_option_strings,
+        split_option_strings,
+    )
+
+    try:
+        host = current_host()
+        for name in names:
+            host.get(kind, name)
+        grouped = group_option_strings(list(dict.fromkeys(names)), items, flag=flag)
+        return [PluginSpec(name=name, options=coerce_option_strings(
+                    host.options_model(kind, name), split_option_strings(raw, flag=flag),
+                    what=f"{kind} {name!r} ({flag})", supplied=supplied))
+                for name, raw in grouped.items()]
     except RtlforgeError as exc:
         raise click.UsageError(str(exc)) from exc
 
@@ -200,9 +235,11 @@ def _print_report(report: ValidationReport) -> None:
 @click.option("--simulator", default="icarus", show_default=True, metavar="TOOLCHAIN",
               help=_SIMULATOR_HELP)
 @click.option("--synth", is_flag=True, help="Also synthesise with yosys (latches, loops, cells).")
-@click.option("--extra", "extras", multiple=True, metavar="NAME",
+@click.option("--validator", "--extra", "extras", multiple=True, metavar="NAME",
               help="Also run validator plugin NAME, where its order places it (repeatable; "
                    "see `rtlforge plugins`).")
+@click.option("--validator-option", "validator_options", multiple=True,
+              metavar="[NAME.]KEY=VALUE", help=PLUGIN_OPTION_HELP.format(kind="validator"))
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Wall-clock seconds per tool run.")
 @click.option("--wave", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
@@ -211,8 +248,8 @@ def _print_report(report: ValidationReport) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[Path, ...],
              task_dir: Path | None, top: str | None, simulator: str, synth: bool,
-             extras: tuple[str, ...], timeout: float, wave: Path | None,
-             as_json: bool) -> None:
+             extras: tuple[str, ...], validator_options: tuple[str, ...], timeout: float,
+             wave: Path | None, as_json: bool) -> None:
     """Validate DESIGN files: security check, lint, simulate, (synthesise), extra checks."""
     from rtlforge.tasks.loader import load_task
     from rtlforge.validate.pipeline import Pipeline
@@ -220,6 +257,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
     if task_dir is not None and (testbench is not None or support):
         raise click.UsageError("--task brings its own testbench and support files; "
                                "drop --testbench/--support")
+    validators = plugin_specs("validator", extras, validator_options, "--validator-option")
     try:
         task: Task | None = load_task(task_dir) if task_dir is not None else None
         simulates = testbench is not None or (task is not None and (
@@ -238,7 +276,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
                 support=tuple(_source(p) for p in support),
             )
         pipeline = Pipeline.build(current_host(), simulator=simulator, synth=synth,
-                                  simulate=simulates, extra=extras, timeout=timeout)
+                                  simulate=simulates, extra=validators, timeout=timeout)
         if wave is not None:
             pipeline = _dumping_waves(pipeline, simulator, timeout)
     except (ValueError, RtlforgeError) as exc:
@@ -508,9 +546,18 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
               help="PPA estimator plugin (see `rtlforge plugins`).")
 @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Liberty file for the PPA estimator (default: its bundled library).")
-@click.option("--estimator-option", "estimator_options", multiple=True, metavar="KEY=VALUE",
-              help="An option of the PPA estimator, typed by its options model (repeatable; "
-                   "see `rtlforge plugins`).")
+@click.option("--estimator-option", "estimator_options", multiple=True,
+              metavar="[NAME.]KEY=VALUE", help=PLUGIN_OPTION_HELP.format(kind="estimator"))
+@click.option("--validator", "extras", multiple=True, metavar="NAME",
+              help="Also run validator plugin NAME on every sample (repeatable).")
+@click.option("--validator-option", "validator_options", multiple=True,
+              metavar="[NAME.]KEY=VALUE", help=PLUGIN_OPTION_HELP.format(kind="validator"))
+@click.option("--reward", "rewards", multiple=True, metavar="NAME",
+              help="Also score every sample with reward plugin NAME (repeatable): the results "
+                   "carry 'rewards', the summary their means. A reward that takes tasks, a "
+                   "pipeline or a PPA estimator gets this run's.")
+@click.option("--reward-option", "reward_options", multiple=True,
+              metavar="[NAME.]KEY=VALUE", help=PLUGIN_OPTION_HELP.format(kind="reward"))
 @click.option("--ast", "with_ast", is_flag=True,
               help="AST similarity of each sample to the golden.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -532,7 +579,9 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
              ppa: bool, estimator: str, liberty: Path | None,
              estimator_options: tuple[str, ...], with_ast: bool,
              report_dir: Path | None, baselines: tuple[str, ...], preset: str | None,
-             include_broken: bool) -> None:
+             include_broken: bool, extras: tuple[str, ...] = (),
+             validator_options: tuple[str, ...] = (), rewards: tuple[str, ...] = (),
+             reward_options: tuple[str, ...] = ()) -> None:
     """Score samples with the unbiased pass@k; optionally PPA, Pareto metrics and a report.
 
     SAMPLES.jsonl has {"task_id", "completion"} per line, optionally "method", "trial" and
@@ -549,6 +598,9 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     from rtlforge.validate.pipeline import Pipeline
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)
+    validators = plugin_specs("validator", extras, validator_options, "--validator-option")
+    reward_specs = plugin_specs("reward", rewards, reward_options, "--reward-option",
+                                supplied=("tasks", "pipeline", "estimator"))
     ppa = ppa or preset is not None  # the paper's metrics need PPA
     baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
     if out is None and samples_path is None and report_dir is None:
@@ -565,15 +617,19 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             unmatched += [{"method": name, **f.model_dump()} for f in loaded.unmatched]
             aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
         host = current_host()
-        pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout)
+        pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout,
+                                  extra=validators)
         ppa_estimator = None
+        est_options = plugin_specs("ppa_estimator", (estimator,), estimator_options,
+                                   "--estimator-option")[0].options
+        if liberty:
+            est_options["liberty"] = str(liberty)
         if ppa:
-            est_options = plugin_options("ppa_estimator", estimator, estimator_options,
-                                         "--estimator-option")
-            if liberty:
-                est_options["liberty"] = str(liberty)
             ppa_estimator = host.create("ppa_estimator", estimator, **est_options)
         ast_reward = host.create("reward", "ast-similarity") if with_ast else None
+        scorers = _build_rewards(host, reward_specs, task_map, pipeline,
+                                 lambda: ppa_estimator or host.create(
+                                     "ppa_estimator", estimator, **est_options))
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
     for f in unmatched:
@@ -632,6 +688,7 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                     + ("counted in pass@k (--include-broken-tasks)" if include_broken
                        else "left out of pass@k"), fg="yellow", err=True)
 
+    scored = _score_rewards(scorers, samples, task_map, [r.index for r in result.samples])
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
         for res, det in zip(result.samples, detailed.details, strict=True):
@@ -644,6 +701,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             if with_ast:
                 line.update(ast_similarity=det.ast_similarity, ast_status=det.ast_status,
                             ast_backend=det.ast_backend)
+            if scorers:
+                line["rewards"] = {name: values[res.index] for name, values in scored.items()}
             fh.write(json.dumps(line) + "\n")
     run_info = {"tasks": str(tasks_dir), "simulator": simulator, "synth": synth,
                 "estimator": estimator if ppa else None,
@@ -658,6 +717,7 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
         **({"unmatched_files": unmatched} if dirs else {}),
         **({"aliased_files": aliased} if aliased else {}),
         **({"report_dir": str(report_dir)} if report_dir else {}),
+        **({"rewards": _reward_means(scored)} if scorers else {}),
     })
     if report_dir is not None:
         write_report(report_dir, detailed, summary)
@@ -665,11 +725,51 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
         click.echo(json.dumps(summary))
     else:
         _print_eval_summary(summary, result.verdicts, out)
+        for name, stats in summary.get("rewards", {}).items():
+            mean = "n/a" if stats["mean"] is None else f"{stats['mean']:.4f}"
+            click.echo(f"reward {name}: mean {mean} over {stats['scored']} scored, "
+                       f"{stats['abstained']} abstained")
     infra = result.verdicts.get(Verdict.INFRA_ERROR.value, 0)
     if infra:
         click.secho(f"warning: {infra} samples hit infrastructure errors and were not scored",
                     fg="yellow", err=True)
         sys.exit(EXIT_INFRA)
+
+
+def _build_rewards(host: PluginHost, specs: list[PluginSpec], task_map: dict[str, Task],
+                   pipeline: Pipeline, estimator: Any) -> dict[str, Any]:
+    """The ``--reward`` plugins, each given this run's tasks, pipeline and estimator only
+    where its options model takes them."""
+    from rtlforge.rewards.adapters import create_reward
+
+    return {spec.name: create_reward(host, spec.name, spec.options, tasks=task_map,
+                                     pipeline=lambda: pipeline, estimator=estimator)
+            for spec in specs}
+
+
+def _score_rewards(scorers: dict[str, Any], samples: list[Any], task_map: dict[str, Task],
+                   indices: list[int]) -> dict[str, dict[int, float | None]]:
+    """Each reward's score per sample index (None: abstained, or a sample of no task)."""
+    known = [i for i in indices if samples[i].task_id in task_map]
+    out: dict[str, dict[int, float | None]] = {}
+    for name, reward in scorers.items():
+        values: dict[int, float | None] = dict.fromkeys(indices)
+        if known:
+            scores = reward.score([task_map[samples[i].task_id].spec for i in known],
+                                  [samples[i].completion for i in known],
+                                  task_id=[samples[i].task_id for i in known])
+            values.update(zip(known, scores, strict=True))
+        out[name] = values
+    return out
+
+
+def _reward_means(scored: dict[str, dict[int, float | None]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, values in scored.items():
+        got = [v for v in values.values() if v is not None]
+        out[name] = {"mean": sum(got) / len(got) if got else None, "scored": len(got),
+                     "abstained": len(values) - len(got)}
+    return out
 
 
 def _warn_ppa_failures(detailed: Any) -> None:

@@ -29,7 +29,7 @@ import sys
 import types
 import typing
 from collections import abc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Literal
@@ -46,6 +46,28 @@ class PluginOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True,
                               protected_namespaces=(), populate_by_name=False)
+
+
+class PluginSpec(BaseModel):
+    """A plugin chosen by name, with its options: what ``--validator NAME`` and
+    ``--validator-option NAME.KEY=VALUE`` select, and what ``Pipeline.build(extra=...)`` takes
+    (a bare name or a ``(name, options)`` pair reads as one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: str | tuple[str, Mapping[str, Any]] | PluginSpec) -> PluginSpec:
+        if isinstance(value, PluginSpec):
+            return value
+        if isinstance(value, str):
+            return cls(name=value)
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], Mapping):
+            return cls(name=value[0], options=dict(value[1]))
+        raise PluginOptionsError(f"expected a plugin name, a (name, options) pair or a "
+                                 f"PluginSpec, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -213,10 +235,17 @@ def _problems(exc: ValidationError, known: Iterable[str]) -> str:
 
 
 def validate_options(model: type[BaseModel], options: dict[str, Any], *,
-                     what: str) -> dict[str, Any]:
+                     what: str, supplied: Iterable[str] = ()) -> dict[str, Any]:
     """Check ``options`` against ``model``; returns the given ones, typed (defaults stay the
-    constructor's own). Raises :class:`PluginOptionsError` naming every problem."""
+    constructor's own). Raises :class:`PluginOptionsError` naming every problem.
+
+    ``supplied`` names options the caller adds later itself (a reward's ``tasks``): they may
+    be missing here, and a given one is not checked."""
     public = _public(model)
+    later = {public[n][0]: (Any, Field(None, alias=public[n][1].alias))
+             for n in supplied if n in public}
+    if later:
+        model = create_model(model.__name__, __base__=model, **later)
     try:
         validated = model.model_validate(options)
     except ValidationError as exc:
@@ -265,8 +294,30 @@ def split_option_strings(items: Iterable[str], *, flag: str) -> dict[str, Any]:
     return raw
 
 
+def group_option_strings(names: Sequence[str], items: Iterable[str], *,
+                         flag: str) -> dict[str, list[str]]:
+    """``[NAME.]KEY=VALUE`` strings per selected plugin, as ``KEY=VALUE`` for
+    :func:`parse_option_strings`. The ``NAME.`` prefix may be left out when one plugin is
+    selected; naming one that is not selected is an error (nothing is silently dropped)."""
+    grouped: dict[str, list[str]] = {name: [] for name in names}
+    for item in items:
+        key, sep, value = item.partition("=")
+        owner, dot, key = key.rpartition(".")
+        if not dot:
+            if len(grouped) != 1:
+                chosen = ", ".join(grouped) or "none"
+                raise PluginOptionsError(f"{flag} {item!r}: expected NAME.KEY=VALUE naming one "
+                                         f"of the selected plugins ({chosen})")
+            owner = next(iter(grouped))
+        if owner not in grouped:
+            raise PluginOptionsError(f"{flag} {item!r}: {owner!r} is not selected (selected: "
+                                     f"{', '.join(grouped) or 'none'})")
+        grouped[owner].append(f"{key}{sep}{value}")
+    return grouped
+
+
 def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,
-                          what: str) -> dict[str, Any]:
+                          what: str, supplied: Iterable[str] = ()) -> dict[str, Any]:
     """Option values given as text (or lists of text) typed the way ``model`` says.
 
     "3" becomes 3 for an int and "true" True for a bool; JSON is decoded only for options
@@ -283,7 +334,7 @@ def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,
             with contextlib.suppress(ValueError):  # not JSON after all: the model judges it
                 value = json.loads(value)
         decoded[name] = value
-    return validate_options(model, decoded, what=what)
+    return validate_options(model, decoded, what=what, supplied=supplied)
 
 
 def describe_options(model: type[BaseModel]) -> list[OptionInfo]:

@@ -319,9 +319,13 @@ class PluginHost:
         try:
             return self.registry[kind][name].factory
         except KeyError:
+            from difflib import get_close_matches
+
             available = ", ".join(self.names(kind)) or "none"
+            close = get_close_matches(name, self.names(kind), n=1, cutoff=0.6)
+            guess = f"; did you mean {close[0]!r}?" if close else ""
             raise PluginError(
-                f"no {kind} named {name!r} is registered (available: {available})"
+                f"no {kind} named {name!r} is registered{guess} (available: {available})"
             ) from None
 
     def options_model(self, kind: str, name: str) -> type[BaseModel]:

@@ -214,6 +214,15 @@ def register_commands(cli: Any) -> None:
                   help="PPA estimator plugin; 'none' for verdicts only.")
     @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                   help="Liberty file for the estimator (default: its bundled library).")
+    @click.option("--estimator-option", "estimator_options", multiple=True,
+                  metavar="[NAME.]KEY=VALUE",
+                  help="An option of --ppa-estimator, typed by its options model (repeatable).")
+    @click.option("--validator", "extras", multiple=True, metavar="NAME",
+                  help="Also run validator plugin NAME on every candidate (repeatable).")
+    @click.option("--validator-option", "validator_options", multiple=True,
+                  metavar="[NAME.]KEY=VALUE",
+                  help="An option of a --validator, typed by its options model (repeatable; "
+                       "NAME. may be left out when one validator is selected).")
     @click.option("--ast/--no-ast", "with_ast", default=True, show_default=True,
                   help="AST similarity to the golden when the reward is available.")
     @click.option("--checkpoints", default="1,5,10", show_default=True,
@@ -235,9 +244,10 @@ def register_commands(cli: Any) -> None:
                 overwrite: bool, extend: bool, ppa_estimator: str, liberty: Path | None,
                 with_ast: bool, checkpoints: str,
                 baselines: tuple[str, ...], workers: int | None, simulator: str,
-                timeout: float, as_json: bool) -> None:
+                timeout: float, as_json: bool, estimator_options: tuple[str, ...] = (),
+                extras: tuple[str, ...] = (), validator_options: tuple[str, ...] = ()) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
-        from rtlforge.cli import EXIT_INFRA, current_host, load_task_map
+        from rtlforge.cli import EXIT_INFRA, current_host, load_task_map, plugin_specs
         from rtlforge.core.errors import RtlforgeError, ToolMissingError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.explore.engine import Explorer, Method
@@ -271,6 +281,13 @@ def register_commands(cli: Any) -> None:
         elif generator_name is not None:
             raise click.UsageError("use either --generator or --method, not both")
         host = current_host()
+        validators = plugin_specs("validator", extras, validator_options, "--validator-option")
+        est_options = {} if ppa_estimator == "none" else plugin_specs(
+            "ppa_estimator", (ppa_estimator,), estimator_options, "--estimator-option")[0].options
+        if estimator_options and ppa_estimator == "none":
+            raise click.UsageError("--estimator-option needs a --ppa-estimator")
+        if liberty:
+            est_options["liberty"] = str(liberty)
         try:
             task_map = load_task_map(tasks_dir, "auto")
             if task_ids:
@@ -288,8 +305,7 @@ def register_commands(cli: Any) -> None:
             marks = tuple(int(c) for c in checkpoints.split(",") if c.strip())
             estimator = None
             if ppa_estimator != "none" and not dry_run:
-                estimator = host.create("ppa_estimator", ppa_estimator,
-                                        **({"liberty": str(liberty)} if liberty else {}))
+                estimator = host.create("ppa_estimator", ppa_estimator, **est_options)
             ast_reward = None
             if with_ast and not dry_run:
                 try:
@@ -297,7 +313,7 @@ def register_commands(cli: Any) -> None:
                 except RtlforgeError:
                     ast_reward = None
             pipeline = None if dry_run else Pipeline.build(host, simulator=simulator,
-                                                           timeout=timeout)
+                                                           timeout=timeout, extra=validators)
         except (ValueError, RtlforgeError) as exc:
             raise click.UsageError(str(exc)) from exc
         kwargs: dict[str, Any] = {

@@ -10,30 +10,81 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import Reward
+from rtlforge.core.options import validate_options
 from rtlforge.rewards.base import completion_text
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
 
 
+#: What a builder supplies itself, and only to rewards whose options model takes it.
+CONTEXT_OPTIONS = ("tasks", "pipeline", "estimator")
+
+
+def reward_options(host: PluginHost, name: str) -> set[str]:
+    """The option names reward ``name`` accepts (its options model's public names)."""
+    return {o.name for o in host.options(kind="reward", name=name)}
+
+
+def check_reward_options(host: PluginHost, name: str, options: Mapping[str, Any],
+                         *, supplied: Iterable[str] = CONTEXT_OPTIONS) -> None:
+    """Check a reward's name and the caller's options before anything is built.
+
+    The options the builder supplies itself (``supplied``: tasks, pipeline, estimator) may be
+    missing here; any other problem is a :class:`PluginOptionsError` naming the option.
+    """
+    validate_options(host.options_model("reward", name), dict(options), what=f"reward {name!r}",
+                     supplied=supplied)
+
+
+def create_reward(host: PluginHost, name: str, options: Mapping[str, Any] | None = None, *,
+                  tasks: Any = None, pipeline: Callable[[], Any] | None = None,
+                  estimator: Callable[[], Any] | None = None) -> Reward:
+    """Reward ``name`` with ``options``, plus the context it takes and nothing more.
+
+    ``tasks``, a ``pipeline`` and (for a reward that ``needs_ppa``) an ``estimator`` go only to
+    a reward whose options model has them: a third-party reward with options of its own gets
+    exactly those. ``pipeline`` and ``estimator`` are factories, so what a reward does not take
+    is never built. A reward that takes ``tasks`` without one being given is a ConfigError.
+    """
+    kwargs: dict[str, Any] = dict(options or {})
+    accepted = reward_options(host, name)
+    factory = host.get("reward", name)
+    if "tasks" in accepted and "tasks" not in kwargs:
+        if tasks is None:
+            raise ConfigError(f"reward {name!r} scores against tasks: give tasks=DIR")
+        kwargs["tasks"] = tasks
+    if "pipeline" in accepted and "pipeline" not in kwargs and pipeline is not None:
+        kwargs["pipeline"] = pipeline()
+    needs_ppa = bool(getattr(factory, "needs_ppa", False))
+    if needs_ppa and "estimator" in accepted and "estimator" not in kwargs and estimator:
+        kwargs["estimator"] = estimator()
+    return host.create("reward", name, **kwargs)
+
+
 class RewardSpec(BaseModel):
     """Everything needed to rebuild a reward in another process.
 
-    ``tasks`` is a task directory (rtlforge suite or RTLLM layout, detected). ``pipeline`` holds
-    keyword arguments of :meth:`Pipeline.build` (``simulator``, ``synth``, ``timeout``, ...);
+    ``tasks`` is a task directory (rtlforge suite or RTLLM layout, detected), for rewards that
+    score against tasks. ``kwargs`` are the reward's own options. ``pipeline`` holds keyword
+    arguments of :meth:`Pipeline.build` (``simulator``, ``synth``, ``timeout``, ``extra``...);
     ``cache`` a SQLite file shared by the worker processes so repeats across them are cheap.
+    Tasks, a pipeline and an estimator are passed only to a reward that takes them
+    (:func:`create_reward`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     reward: str = "sequential-hvc"
-    tasks: str
+    tasks: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
     pipeline: dict[str, Any] = Field(default_factory=lambda: {"timeout": 60.0})
     cache: str | None = None
@@ -41,8 +92,18 @@ class RewardSpec(BaseModel):
     estimator_kwargs: dict[str, Any] = Field(default_factory=dict)
     name: str | None = None  # the logged name; defaults to the reward name
 
+    def check(self, host: PluginHost | None = None) -> None:
+        """Check the reward's name and options now, in the process that made the spec."""
+        from rtlforge.core.plugins import PluginHost
+
+        host = host if host is not None else PluginHost.default()
+        check_reward_options(host, self.reward, self.kwargs)
+        if "tasks" in reward_options(host, self.reward) and self.tasks is None \
+                and "tasks" not in self.kwargs:
+            raise ConfigError(f"reward {self.reward!r} scores against tasks: give tasks=DIR")
+
     def build(self, host: PluginHost | None = None) -> Reward:
-        """Construct the reward (and its pipeline and PPA estimator) in this process.
+        """Construct the reward (and, where it takes them, its pipeline and PPA estimator).
 
         A spec travels to worker processes where no host can follow it, so ``host`` defaults to
         :meth:`PluginHost.default` (the entry points and allow/block lists of that process).
@@ -52,16 +113,26 @@ class RewardSpec(BaseModel):
         from rtlforge.validate.pipeline import Pipeline
 
         host = host if host is not None else PluginHost.default()
-        factory = host.get("reward", self.reward)
-        options: dict[str, Any] = dict(self.pipeline)
-        if self.cache is not None:
-            options["cache"] = SQLiteCache(self.cache)
-        kwargs: dict[str, Any] = {"tasks": self.tasks,
-                                  "pipeline": Pipeline.build(host, **options), **self.kwargs}
-        if isinstance(factory, type) and issubclass(factory, Reward) and factory.needs_ppa:
-            kwargs["estimator"] = host.create("ppa_estimator", self.estimator,
-                                              **self.estimator_kwargs)
-        return host.create("reward", self.reward, **kwargs)
+
+        def pipeline() -> Pipeline:
+            options: dict[str, Any] = dict(self.pipeline)
+            if self.cache is not None:
+                options["cache"] = SQLiteCache(self.cache)
+            return Pipeline.build(host, **options)
+
+        def estimator() -> Any:
+            return host.create("ppa_estimator", self.estimator, **self.estimator_kwargs)
+
+        return create_reward(host, self.reward, self.kwargs, tasks=self.tasks,
+                             pipeline=pipeline, estimator=estimator)
+
+
+def _spec(reward: str, tasks: str | Path | None, fields: dict[str, Any]) -> RewardSpec:
+    """Spec fields as they are; any other keyword is an option of the reward itself."""
+    own = {k: fields.pop(k) for k in list(fields) if k not in RewardSpec.model_fields}
+    if own:
+        fields["kwargs"] = {**fields.get("kwargs", {}), **own}
+    return RewardSpec(reward=reward, tasks=str(tasks) if tasks is not None else None, **fields)
 
 
 class _LazyReward:
@@ -114,9 +185,19 @@ class TRLReward(_LazyReward):
         return self.reward.score(list(prompts or [""] * len(texts)), texts, **wanted)
 
 
-def trl_reward(reward: str = "sequential-hvc", *, tasks: str, **fields: Any) -> TRLReward:
-    """``trl_reward("sequential-hvc", tasks="tasks/", kwargs={...})`` -> a TRL reward function."""
-    return TRLReward(RewardSpec(reward=reward, tasks=str(tasks), **fields))
+def trl_reward(reward: str = "sequential-hvc", *, tasks: str | Path | None = None,
+               host: PluginHost | None = None, **fields: Any) -> TRLReward:
+    """A TRL reward function for any registered reward, its options checked now.
+
+    ``trl_reward("sequential-hvc", tasks="tasks/", history_weight=0.5)`` or
+    ``trl_reward("my-reward", scale=2.0)``: keywords that are :class:`RewardSpec` fields
+    (``pipeline``, ``cache``, ``estimator``, ``estimator_kwargs``, ``name``, ``kwargs``) set up
+    the spec; every other keyword is an option of the reward. ``host`` checks and builds in
+    this process (worker processes use their default host).
+    """
+    spec = _spec(reward, tasks, fields)
+    spec.check(host)
+    return TRLReward(spec, host=host)
 
 
 def _parse(value: Any) -> Any:
@@ -155,8 +236,8 @@ class VerlComputeScore(_LazyReward):
     """
 
     def __init__(self, spec: RewardSpec | None = None, /, *, abstain: float | None = None,
-                 **fields: Any) -> None:
-        super().__init__(spec, **fields)
+                 host: PluginHost | None = None, **fields: Any) -> None:
+        super().__init__(spec, host=host, **fields)
         self.abstain = abstain
 
     def __getstate__(self) -> dict[str, Any]:
@@ -184,7 +265,10 @@ class VerlComputeScore(_LazyReward):
         return [self.abstain if s is None else s for s in scores]
 
 
-def verl_compute_score(reward: str = "sequential-hvc", *, tasks: str,
-                       abstain: float | None = None, **fields: Any) -> VerlComputeScore:
-    """A verl ``compute_score`` for ``reward`` on the tasks in ``tasks``."""
-    return VerlComputeScore(RewardSpec(reward=reward, tasks=str(tasks), **fields), abstain=abstain)
+def verl_compute_score(reward: str = "sequential-hvc", *, tasks: str | Path | None = None,
+                       abstain: float | None = None, host: PluginHost | None = None,
+                       **fields: Any) -> VerlComputeScore:
+    """A verl ``compute_score`` for any registered reward; keywords as in :func:`trl_reward`."""
+    spec = _spec(reward, tasks, fields)
+    spec.check(host)
+    return VerlComputeScore(spec, abstain=abstain, host=host)

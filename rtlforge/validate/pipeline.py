@@ -18,7 +18,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from rtlforge.core.models import (
     ValidationReport,
     Verdict,
 )
+from rtlforge.core.options import PluginSpec, validate_options
 from rtlforge.eda.feedback import make_feedback, source_context
 from rtlforge.eda.verdicts import instrument_testbench, new_nonce
 from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
@@ -126,7 +127,7 @@ class Pipeline:
         lint: bool = True,
         simulate: bool = True,
         synth: bool = False,
-        extra: Iterable[str] = (),
+        extra: Iterable[str | tuple[str, Mapping[str, Any]] | PluginSpec] = (),
         synthesizer: str = "yosys",
         **kwargs: Any,
     ) -> Pipeline:
@@ -134,8 +135,11 @@ class Pipeline:
 
         ``simulator`` and ``synthesizer`` are toolchains: the lint and simulation validators
         of ``simulator`` and the synthesis validator of ``synthesizer`` are chosen by their
-        declared ``stage``/``toolchain``. ``extra`` adds validators by name; each runs where
-        its ``order`` places it. Without a host, :meth:`PluginHost.default` builds one.
+        declared ``stage``/``toolchain``. ``extra`` adds validators by name, as a
+        ``(name, options)`` pair or a :class:`~rtlforge.core.options.PluginSpec`; each runs
+        where its ``order`` places it. Options are checked against the validator's options
+        model (:class:`~rtlforge.core.errors.PluginOptionsError` names what is wrong) before
+        anything is built. Without a host, :meth:`PluginHost.default` builds one.
         """
         if host is None:
             from rtlforge.core.plugins import PluginHost
@@ -146,9 +150,13 @@ class Pipeline:
             raise ValueError(f"simulator must be one of {simulators}, not {simulator!r}")
         wanted = (("lint", simulator, lint), ("simulate", simulator, simulate),
                   ("synth", synthesizer, synth))
-        names = [select_validator(host, stage, tc) for stage, tc, on in wanted if on]
-        names.extend(extra)
-        return cls([host.create("validator", name) for name in names], **kwargs)
+        specs = [PluginSpec(name=select_validator(host, stage, tc))
+                 for stage, tc, on in wanted if on]
+        specs.extend(PluginSpec.of(item) for item in extra)
+        for spec in specs:  # every name and option checked before any validator is built
+            validate_options(host.options_model("validator", spec.name), spec.options,
+                             what=f"validator {spec.name!r}")
+        return cls([host.create("validator", s.name, **s.options) for s in specs], **kwargs)
 
     # ---------------------------------------------------------------- cache key
 

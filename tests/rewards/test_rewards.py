@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import pytest
 
 from rtlforge.core.errors import DesignError, RtlforgeError, ToolMissingError
-from rtlforge.core.interfaces import PPAEstimator, PPAResult, ValidationContext, Validator
+from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward, ValidationContext, Validator
 from rtlforge.core.models import Candidate, SourceFile, StageResult, Task, Verdict
 from rtlforge.core.plugins import PluginHost
 from rtlforge.rewards import adapters, builtin, guards
@@ -513,6 +513,77 @@ def test_verl_abstain_value(tasks: dict[str, Task]) -> None:
     assert score("x", mux4(tasks), "mux4") == 0.0
     score.abstain = None
     assert score("x", mux4(tasks), "mux4") is None
+
+
+class LengthReward(Reward):
+    """A third-party reward that is no RTLReward: no tasks, no pipeline, an option of its own."""
+
+    name: ClassVar[str] = "length"
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+
+    def score(self, prompts: Any, completions: Any, **columns: Any) -> list[float | None]:
+        return [self.scale * len(c) for c in completions]
+
+
+class TaskSpecReward(Reward):
+    """Takes tasks (and nothing else of the context): 1 when the completion names the top."""
+
+    name: ClassVar[str] = "names-top"
+
+    def __init__(self, tasks: Any, *, bonus: float = 1.0) -> None:
+        self.tasks = {t.id: t for t in load_tasks(tasks)} if isinstance(tasks, str) else tasks
+        self.bonus = bonus
+
+    def score(self, prompts: Any, completions: Any, **columns: Any) -> list[float | None]:
+        return [self.bonus if self.tasks[t].top in c else 0.0
+                for c, t in zip(completions, columns["task_id"], strict=True)]
+
+
+def _third_party_host() -> PluginHost:
+    from rtlforge import hookimpl
+
+    class Plugin:
+        @hookimpl
+        def register_rewards(self, register: Any) -> None:
+            register(LengthReward)
+            register(TaskSpecReward)
+
+    host = PluginHost()
+    assert host.add_plugin(Plugin(), name="third-party-rewards")
+    return host
+
+
+def test_adapters_build_any_registered_reward_with_its_own_options() -> None:
+    """trl_reward("length") used to pass tasks= and pipeline= to every reward (TypeError)."""
+    host = _third_party_host()
+    trl = adapters.trl_reward("length", host=host, scale=2.0)
+    assert trl(["p", "p"], ["abc", "hello"], task_id=["a", "b"]) == [6.0, 10.0]
+    assert trl.spec.kwargs == {"scale": 2.0} and trl.spec.tasks is None
+    assert pickle.loads(pickle.dumps(trl)).spec == trl.spec  # options travel to workers
+    verl = adapters.verl_compute_score("length", host=host, kwargs={"scale": 0.5})
+    assert verl("x", "abcd", "some-task") == 2.0
+    # a reward that takes tasks gets them, and no pipeline it did not ask for
+    named = adapters.trl_reward("names-top", host=host, tasks=str(TASKS_DIR), bonus=3.0)
+    assert named([""] * 2, ["module mux4(...)", "module other"], task_id=["mux4"] * 2) == [
+        3.0, 0.0]
+
+
+@pytest.mark.parametrize(("call", "text"), [
+    (lambda h: adapters.trl_reward("length", host=h, scale="big"),
+     "invalid options for reward 'length': option 'scale': Input should be a valid number"),
+    (lambda h: adapters.trl_reward("length", host=h, sclae=2),
+     "unknown option 'sclae' (options: scale)"),
+    (lambda h: adapters.verl_compute_score("lenght", host=h), "did you mean 'length'?"),
+    (lambda h: adapters.trl_reward("names-top", host=h), "give tasks=DIR"),
+    (lambda h: adapters.trl_reward("testbench", host=h), "give tasks=DIR"),
+])
+def test_adapters_refuse_bad_rewards_when_made_not_in_a_worker(call: Any, text: str) -> None:
+    from rtlforge.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(text)):
+        call(_third_party_host())
 
 
 # ------------------------------------------------------------------------------ real PPA

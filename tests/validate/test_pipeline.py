@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
@@ -181,3 +182,75 @@ def test_attacks_are_rejected_before_any_tool_runs(
     assert [s.name for s in report.stages] == ["security"]
     assert report.feedback[0].category == "security" and report.feedback[0].line
     assert ran == [], "no tool may read an unsafe file"
+
+
+# ------------------------------------------------------------------------------ extra with options
+
+
+def _limit_host() -> PluginHost:
+    """The built-ins plus a third-party validator with one option (no tool behind it)."""
+    from dataclasses import dataclass
+
+    from rtlforge import hookimpl
+    from rtlforge.core.interfaces import ValidationContext, Validator
+    from rtlforge.core.models import Feedback, StageResult
+
+    @dataclass(frozen=True)
+    class LineLimit(Validator):
+        name: ClassVar[str] = "line-limit"
+        order: ClassVar[int] = 50
+        max_lines: int = 100
+
+        def validate(self, ctx: ValidationContext) -> StageResult:
+            lines = sum(f.content.count("\n") for f in ctx.candidate.files)
+            ok = lines <= self.max_lines
+            return StageResult(name=self.name, verdict=Verdict.PASS if ok else Verdict.FAIL,
+                               feedback=() if ok else (Feedback(
+                                   category="style", message=f"limit {self.max_lines}"),))
+
+    class Plugin:
+        @hookimpl
+        def register_validators(self, register: Any) -> None:
+            register(LineLimit)
+
+    host = PluginHost()
+    assert host.add_plugin(Plugin(), name="line-limit-plugin")
+    return host
+
+
+def test_extra_validators_take_options_as_pairs_or_specs() -> None:
+    from rtlforge.core.options import PluginSpec
+
+    host = _limit_host()
+    for extra in (("line-limit", {"max_lines": 2}), PluginSpec(name="line-limit",
+                                                               options={"max_lines": 2})):
+        pipeline = Pipeline.build(host, lint=False, simulate=False, extra=[extra])
+        (validator,) = pipeline.validators
+        assert validator.max_lines == 2  # type: ignore[attr-defined]
+    (plain,) = Pipeline.build(host, lint=False, simulate=False, extra=["line-limit"]).validators
+    assert plain.max_lines == 100  # type: ignore[attr-defined]
+
+    task = Task(id="t", spec="", top="and2")
+    report = Pipeline.build(host, lint=False, simulate=False,
+                            extra=[("line-limit", {"max_lines": 1})]).validate(
+        task, Candidate.from_source("module and2(input a, output y);\nassign y = a;\nendmodule\n"))
+    assert report.verdict is Verdict.FAIL and report.stages[-1].feedback[0].message == "limit 1"
+
+
+@pytest.mark.parametrize(("extra", "error", "text"), [
+    (("line-limit", {"max_lines": "many"}), "PluginOptionsError",
+     "invalid options for validator 'line-limit': option 'max_lines': Input should be a "
+     "valid integer"),
+    (("line-limit", {"max_rows": 3}), "PluginOptionsError",
+     "unknown option 'max_rows' (options: max_lines)"),
+    ("line-limt", "PluginError", "did you mean 'line-limit'?"),
+    (("line-limit", 3), "PluginOptionsError", "a (name, options) pair or a PluginSpec"),
+])
+def test_bad_extra_is_a_typed_config_error_before_anything_is_built(
+        extra: object, error: str, text: str) -> None:
+    from rtlforge.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        Pipeline.build(_limit_host(), lint=False, simulate=False,
+                       extra=["line-limit", extra])  # type: ignore[list-item]
+    assert type(caught.value).__name__ == error and text in str(caught.value)
