@@ -95,6 +95,11 @@ def _environment(found: Mapping[str, Any], config: Mapping[str, Any]) -> dict[st
             env["liberty"] = str(estimator["liberty"])
         if isinstance(estimator.get("period_ns"), int | float):
             env["clock_period_ns"] = [float(estimator["period_ns"])]
+        synthesis = estimator.get("yosys")  # "yosys 0.23" or "pyosys 0.70", from cache_key()
+        if isinstance(synthesis, str) and synthesis.strip():
+            tool, _, version = synthesis.strip().partition(" ")
+            env["tools"] = dict(sorted({**(env.get("tools") or {}),
+                                        tool: version or "unknown"}.items()))
     return {k: env[k] for k in ("estimator", "liberty", "clock_period_ns", "tools") if k in env}
 
 

@@ -30,12 +30,13 @@ def test_explore_report_shows_sources_and_the_estimator_settings(tmp_path: Path)
                                 "history": "all"}},
               "iterations": 2, "trials": 1, "estimator": "yosys-sta",
               "settings": {"estimator": {"name": "yosys-sta", "liberty": "sky130.lib",
-                                         "period_ns": 4.0}}}
+                                         "period_ns": 4.0, "yosys": "pyosys 0.70"}}}
     golden = {"t": PPAMeasure(power=1.0, delay=1.0, area=2.0, cells=3)}
     summary, paths = write_explore_report(tmp_path, records, golden, config=config,
                                           checkpoints=(1, 2))
     assert summary["environment"]["liberty"] == "sky130.lib"
     assert summary["environment"]["clock_period_ns"] == [4.0]
+    assert summary["environment"]["tools"]["pyosys"] == "0.70"  # the synthesis tool, stored
     text = paths["report.html"].read_text()
     assert "module t(input a, output y); assign y = a; endmodule" in text
     assert text.count('<details class="circuit">') == 2
