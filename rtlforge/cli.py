@@ -555,8 +555,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
         raise click.UsageError("without SAMPLES.jsonl, give --out or --report for the results")
     unmatched: list[dict[str, Any]] = []
     aliased: list[dict[str, Any]] = []
+    k_values = positive_ints(ks, "-k")
     try:
-        k_values = sorted({int(k) for k in ks.split(",") if k.strip()})
         task_map = load_task_map(tasks_dir, fmt)
         samples = list(load_samples(samples_path)) if samples_path else []
         for name, folder in dirs:
@@ -564,6 +564,10 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             samples += loaded.samples
             unmatched += [{"method": name, **f.model_dump()} for f in loaded.unmatched]
             aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
+        if not samples:
+            sources = ([str(samples_path)] if samples_path else []) + [str(d) for _, d in dirs]
+            raise click.UsageError(f"no samples in {', '.join(sources)}")
+        _check_ks(k_values, samples, explicit=_given("ks"))
         host = current_host()
         pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout)
         ppa_estimator = None
@@ -670,6 +674,42 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
         click.secho(f"warning: {infra} samples hit infrastructure errors and were not scored",
                     fg="yellow", err=True)
         sys.exit(EXIT_INFRA)
+
+
+def positive_ints(text: str, flag: str) -> list[int]:
+    """``1,5,10`` as sorted distinct positive integers; anything else is a usage error that
+    names the flag (not Python's ``int()`` message)."""
+    values = set()
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if not item.isdigit() or int(item) < 1:
+            raise click.UsageError(f"{flag}: {item!r} is not a positive integer "
+                                   f"(expected a comma-separated list such as 1,5,10)")
+        values.add(int(item))
+    if not values:
+        raise click.UsageError(f"{flag}: give at least one positive integer, such as 1,5,10")
+    return sorted(values)
+
+
+def _given(param: str) -> bool:
+    """Whether the command line (or the environment) set ``param``, rather than its default."""
+    from click.core import ParameterSource
+
+    source = click.get_current_context().get_parameter_source(param)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def _check_ks(ks: list[int], samples: list[Any], *, explicit: bool) -> None:
+    """A k no task has enough samples for can never be estimated: refused before any work when
+    asked for explicitly (the default 1,5,10 keeps the ks the samples allow)."""
+    per_task: dict[str, int] = {}
+    for s in samples:
+        per_task[s.task_id] = per_task.get(s.task_id, 0) + 1
+    most = max(per_task.values())
+    if explicit and ks[-1] > most:
+        raise click.UsageError(f"-k {ks[-1]}: pass@k needs at least k samples of a task, and "
+                               f"no task has more than {most}")
 
 
 def _warn_ppa_failures(detailed: Any) -> None:

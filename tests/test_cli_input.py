@@ -1,0 +1,87 @@
+"""Bad input on the command line: a clear exit-2 message before any work starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rtlforge.cli import cli
+
+AND2 = "module and2(input a, input b, output y);\n  assign y = a & b;\nendmodule\n"
+TB = """module tb;
+  reg a, b; wire y;
+  and2 dut(.a(a), .b(b), .y(y));
+  initial begin a = 0; b = 0; #1 $display("Mismatches: 0 in 1 samples"); $finish; end
+endmodule
+"""
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _suite(tmp_path: Path) -> Path:
+    """One task (and2) in a task.toml suite; a golden is left out so nothing is simulated."""
+    task = tmp_path / "tasks" / "and2"
+    task.mkdir(parents=True)
+    (task / "task.toml").write_text('id = "and2"\ntop = "and2"\nspec = "An AND gate."\n'
+                                    'testbench = ["tb.v"]\n')
+    (task / "tb.v").write_text(TB)
+    return task.parent
+
+
+def _samples(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps({"task_id": "and2", "completion": AND2}) + "\n"
+                            for _ in range(n)))
+    return path
+
+
+@pytest.mark.parametrize("ks", ["0", "abc", "1,-2", ",", "1.5"])
+def test_eval_k_that_is_not_positive_integers_is_a_usage_error(tmp_path: Path, ks: str,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    import rtlforge.evaluation.evaluate as evaluate
+
+    def no_work(*_a: object, **_k: object) -> None:
+        raise AssertionError("validation ran before -k was checked")
+
+    monkeypatch.setattr(evaluate, "evaluate_detailed", no_work)
+    code, _, err = _invoke("eval", str(_samples(tmp_path, 2)), "--tasks", str(_suite(tmp_path)),
+                           "-k", ks)
+    assert code == 2
+    assert "-k:" in err and "positive integer" in err
+    assert "invalid literal" not in err and "Traceback" not in err
+
+
+def test_eval_explicit_k_above_every_tasks_samples_is_refused_before_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rtlforge.evaluation.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "evaluate_detailed", lambda *a, **k: pytest.fail("ran"))
+    code, _, err = _invoke("eval", str(_samples(tmp_path, 3)), "--tasks", str(_suite(tmp_path)),
+                           "-k", "1,4")
+    assert code == 2
+    assert "-k 4" in err and "no task has more than 3" in err
+
+
+def test_eval_on_an_empty_samples_file_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    code, out, err = _invoke("eval", str(empty), "--tasks", str(_suite(tmp_path)))
+    assert code == 2
+    assert f"no samples in {empty}" in err
+    assert "verdicts" not in out
+
+
+def test_metrics_on_an_empty_records_file_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "records.jsonl"
+    empty.write_text("")
+    code, out, err = _invoke("metrics", str(empty))
+    assert code == 2
+    assert f"no records in {empty}" in err
+    assert out == ""
