@@ -85,3 +85,15 @@ def test_metrics_on_an_empty_records_file_says_so(tmp_path: Path) -> None:
     assert code == 2
     assert f"no records in {empty}" in err
     assert out == ""
+
+
+@pytest.mark.parametrize("marks", ["abc", "0", "1,x"])
+def test_explore_checkpoints_that_are_not_positive_integers_is_a_usage_error(
+        tmp_path: Path, marks: str) -> None:
+    code, _, err = _invoke("explore", "--tasks", str(_suite(tmp_path)), "--generator", "replay",
+                           "--generator-option", f"path={_samples(tmp_path, 1)}",
+                           "--checkpoints", marks, "--dry-run", "--run-dir",
+                           str(tmp_path / "run"))
+    assert code == 2
+    assert "--checkpoints:" in err and "positive integer" in err
+    assert "invalid literal" not in err

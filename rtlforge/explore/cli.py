@@ -237,7 +237,7 @@ def register_commands(cli: Any) -> None:
                 baselines: tuple[str, ...], workers: int | None, simulator: str,
                 timeout: float, as_json: bool) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
-        from rtlforge.cli import EXIT_INFRA, current_host, load_task_map
+        from rtlforge.cli import EXIT_INFRA, current_host, load_task_map, positive_ints
         from rtlforge.core.errors import RtlforgeError, ToolMissingError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.explore.engine import Explorer, Method
@@ -270,6 +270,7 @@ def register_commands(cli: Any) -> None:
             pairs.append((generator_name, generator_name, template))
         elif generator_name is not None:
             raise click.UsageError("use either --generator or --method, not both")
+        marks = tuple(positive_ints(checkpoints, "--checkpoints"))
         host = current_host()
         try:
             task_map = load_task_map(tasks_dir, "auto")
@@ -285,7 +286,6 @@ def register_commands(cli: Any) -> None:
                               select=tuple(k.strip() for k in select.split(",") if k.strip()),
                               generator_options=options)
                        for n, g, t in pairs]
-            marks = tuple(int(c) for c in checkpoints.split(",") if c.strip())
             estimator = None
             if ppa_estimator != "none" and not dry_run:
                 estimator = host.create("ppa_estimator", ppa_estimator,
