@@ -97,3 +97,52 @@ def test_explore_checkpoints_that_are_not_positive_integers_is_a_usage_error(
     assert code == 2
     assert "--checkpoints:" in err and "positive integer" in err
     assert "invalid literal" not in err
+
+
+def test_ppa_top_that_no_file_declares_is_a_usage_error(tmp_path: Path) -> None:
+    design = tmp_path / "and2.v"
+    design.write_text(AND2)
+    code, _, err = _invoke("ppa", str(design), "--top", "wrong")
+    assert code == 2
+    assert "--top 'wrong': no such module in and2.v (declared: and2)" in err
+    assert "Yosys" not in err
+
+
+def test_ppa_on_an_empty_file_says_no_module(tmp_path: Path) -> None:
+    design = tmp_path / "empty.v"
+    design.write_text("")
+    code, _, err = _invoke("ppa", str(design), "--top", "m")
+    assert code == 2
+    assert "no module declaration found in empty.v" in err
+
+
+def test_ppa_and_validate_on_binary_input_name_the_file(tmp_path: Path) -> None:
+    design = tmp_path / "blob.v"
+    design.write_bytes(b"\xff\xfe\x00module")
+    for command in (["ppa", str(design), "--top", "m"], ["validate", str(design)]):
+        code, _, err = _invoke(*command)
+        assert code == 2
+        assert f"{design} is not a UTF-8 text file" in err
+        assert "codec" not in err
+
+
+@pytest.mark.tools
+def test_ppa_syntax_error_is_the_yosys_error_line_with_its_location(tmp_path: Path) -> None:
+    design = tmp_path / "s.v"
+    design.write_text("module m(input a, output y) assign y = a;\nendmodule\n")
+    code, _, err = _invoke("ppa", str(design), "--top", "m")
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err  # one paragraph: no banner, no log tail
+    assert "s.v:1: ERROR: syntax error" in lines[0]
+    assert "Executing" not in lines[0]
+
+
+@pytest.mark.tools
+def test_ppa_no_clock_message_names_the_cli_option(tmp_path: Path) -> None:
+    design = tmp_path / "c.v"
+    design.write_text("module c(input tick, input d, output reg q);\n"
+                      "  always @(posedge tick) q <= d;\nendmodule\n")
+    code, _, err = _invoke("ppa", str(design), "--top", "c")
+    assert code == 1
+    assert "pass --clock NAME" in err and "clock=NAME" not in err
