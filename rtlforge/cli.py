@@ -1,7 +1,8 @@
 """The ``rtlforge`` command line. The only place that configures logging or draws progress bars.
 
 Exit codes (stable, used by tooling): 0 pass / success, 1 the design did not pass (fail, error,
-timeout), 2 usage or input error, 3 infrastructure error (tool missing, sandbox failure).
+timeout), 2 usage or input error, 3 infrastructure error (tool missing, sandbox failure, a plugin
+that failed to load: ``rtlforge plugins``).
 """
 
 from __future__ import annotations
@@ -298,11 +299,16 @@ def _print_wave(wave: dict[str, Any] | None) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def plugins(as_json: bool) -> None:
-    """List plugin kinds, plugins, their versions, what they register and its options."""
+    """List plugin kinds, plugins, their versions, what they register and its options.
+
+    Exit 3 (infrastructure) when a plugin failed to load or a plugin name clashed: the listing
+    still shows everything else, and each failure with its reason.
+    """
     from dataclasses import asdict
 
     host = current_host()
     infos = host.describe()
+    failures, clashes = host.failures, list(host.clashes)
 
     def options(kind: str, name: str) -> list[dict[str, Any]]:
         try:
@@ -319,8 +325,8 @@ def plugins(as_json: bool) -> None:
              "registers": i.registers, "kinds": i.kinds, "error": i.error,
              "options": {kind: {n: options(kind, n) for n in sorted(names)}
                          for kind, names in sorted(i.registers.items())}}
-            for i in infos]}, default=str))
-        return
+            for i in infos], "clashes": clashes}, default=str))
+        sys.exit(EXIT_INFRA if failures or clashes else EXIT_OK)
     click.echo("kinds: " + ", ".join(k["name"] for k in kinds))
     for info in infos:
         line = f"{info.name} ({info.distribution or 'in-process'} {info.version or ''})".strip()
@@ -336,6 +342,11 @@ def plugins(as_json: bool) -> None:
                     click.echo(f"      {name}.{opt['name']}: {opt['type']} ({default}){help_text}")
         if info.error:
             click.secho(f"  error: {info.error}", fg="red")
+    for name, reason in sorted(failures.items()):
+        click.secho(f"error: plugin {name!r} failed to load: {reason}", fg="red", err=True)
+    for message in clashes:
+        click.secho(f"error: {message}", fg="red", err=True)
+    sys.exit(EXIT_INFRA if failures or clashes else EXIT_OK)
 
 
 def _declared_tools(host: PluginHost) -> list[ToolSpec]:

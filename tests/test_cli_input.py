@@ -146,3 +146,34 @@ def test_ppa_no_clock_message_names_the_cli_option(tmp_path: Path) -> None:
     code, _, err = _invoke("ppa", str(design), "--top", "c")
     assert code == 1
     assert "pass --clock NAME" in err and "clock=NAME" not in err
+
+
+def _misspelt_hook_plugin() -> object:
+    """A plugin whose hook name has a typo (``register_validator``, no s)."""
+    from rtlforge import hookimpl
+
+    class Plugin:
+        @hookimpl
+        def register_validator(self, register: object) -> None:
+            raise AssertionError("never called: the hook does not exist")
+
+    return Plugin()
+
+
+def test_plugins_exits_3_listing_a_plugin_that_failed_and_suggests_the_hook(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import rtlforge.cli as cli_module
+    from rtlforge.core.plugins import PluginHost
+
+    host = PluginHost(load_entrypoints=False, allow=None, block=(),
+                      plugins=[("typo", _misspelt_hook_plugin())])
+    monkeypatch.setattr(cli_module, "current_host", lambda: host)
+    code, out, err = _invoke("plugins")
+    assert code == cli_module.EXIT_INFRA
+    assert "plugin 'typo' failed to load" in err
+    assert "unknown hook 'register_validator'" in err
+    assert "did you mean 'register_validators'?" in err
+    code, out, _ = _invoke("plugins", "--json")
+    assert code == cli_module.EXIT_INFRA
+    typo = next(p for p in json.loads(out)["plugins"] if p["name"] == "typo")
+    assert "did you mean 'register_validators'?" in typo["error"]
