@@ -177,3 +177,18 @@ def test_plugins_exits_3_listing_a_plugin_that_failed_and_suggests_the_hook(
     assert code == cli_module.EXIT_INFRA
     typo = next(p for p in json.loads(out)["plugins"] if p["name"] == "typo")
     assert "did you mean 'register_validators'?" in typo["error"]
+
+
+@pytest.mark.tools
+def test_security_refusal_shows_its_location_once(tmp_path: Path) -> None:
+    design = tmp_path / "sec.v"
+    design.write_text('module m(input a, output y);\n  initial $system("ls");\n'
+                      "  assign y = a;\nendmodule\n")
+    code, out, _ = _invoke("validate", str(design))
+    assert code == 1
+    line = next(li for li in out.splitlines() if li.startswith("- [security]"))
+    assert line.count("sec.v:2") == 1, line
+    code, out, _ = _invoke("validate", str(design), "--json")
+    fb = json.loads(out)["feedback"][0]
+    assert (fb["file"], fb["line"]) == ("sec.v", 2)
+    assert fb["message"] == "system task/function $system is not on the allow-list"
