@@ -192,3 +192,21 @@ def test_security_refusal_shows_its_location_once(tmp_path: Path) -> None:
     fb = json.loads(out)["feedback"][0]
     assert (fb["file"], fb["line"]) == ("sec.v", 2)
     assert fb["message"] == "system task/function $system is not on the allow-list"
+
+
+def _two_task_suite(tmp_path: Path) -> Path:
+    root = _suite(tmp_path)
+    other = root / "or2"
+    other.mkdir()
+    (other / "task.toml").write_text('id = "or2"\ntop = "or2"\nspec = "An OR gate."\n')
+    return root
+
+
+def test_explore_dry_run_shows_each_methods_prompt(tmp_path: Path) -> None:
+    code, out, _ = _invoke("explore", "--tasks", str(_two_task_suite(tmp_path)),
+                           "--method", "plain=replay:spec", "--method", "front=replay:pareto",
+                           "--generator-option", f"path={_samples(tmp_path, 1)}",
+                           "--dry-run", "--json", "--run-dir", str(tmp_path / "run"))
+    assert code == 0, out
+    ids = [p["request_id"] for p in json.loads(out)["prompts"]]
+    assert [i.split("/")[1] for i in ids] == ["plain", "front"], ids

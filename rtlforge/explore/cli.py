@@ -203,7 +203,8 @@ def register_commands(cli: Any) -> None:
     @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True)
     @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
                   default=Path("runs/explore"), show_default=True)
-    @click.option("--dry-run", is_flag=True, help="Print the first prompts and exit.")
+    @click.option("--dry-run", is_flag=True,
+                  help="Print each method's first prompt and exit.")
     @click.option("--overwrite", is_flag=True,
                   help="Delete what explore wrote in --run-dir and start over.")
     @click.option("--extend", is_flag=True,
@@ -312,7 +313,7 @@ def register_commands(cli: Any) -> None:
                 explorer = Explorer(task_map, methods, **kwargs)
             except ValueError as exc:
                 raise click.UsageError(str(exc)) from exc
-            requests = explorer.dry_run(limit=len(methods))
+            requests = explorer.dry_run(per_method=1)
             if as_json:
                 click.echo(json.dumps({"protocol": explorer.protocol(), "prompts": [
                     {"request_id": r.request_id, "system": r.system, "prompt": r.prompt}

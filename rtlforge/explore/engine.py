@@ -321,16 +321,24 @@ class Explorer:
             metadata={**method.metadata, **{k: v for k, v in labels.items()
                                             if k in method.select}})
 
-    def dry_run(self, limit: int | None = None) -> list[GenerationRequest]:
-        """The next prompts a run would send (iteration 1 in a fresh run directory)."""
+    def dry_run(self, limit: int | None = None, *, per_method: int | None = None
+                ) -> list[GenerationRequest]:
+        """The next prompts a run would send (iteration 1 in a fresh run directory); at most
+        ``per_method`` of each method (so every method's template is seen), then ``limit``."""
         if self.archive_path.exists() and self.on_existing != "overwrite":
             with self.open_store() as store:
                 self._check_reuse(store, prompts_only=True)
                 states = self._load_state(store)
         else:
             states = {c: _CellState() for c in self._cells()}
-        out = [self._request(cell, st) for cell, st in states.items()
-               if st.next_iteration <= self.iterations]
+        shown: dict[str, int] = {}
+        out = []
+        for cell, st in states.items():
+            if st.next_iteration > self.iterations:
+                continue
+            shown[cell[0]] = shown.get(cell[0], 0) + 1
+            if per_method is None or shown[cell[0]] <= per_method:
+                out.append(self._request(cell, st))
         return out[:limit] if limit is not None else out
 
     # ---------------------------------------------------------------- golden PPA
