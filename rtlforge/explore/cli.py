@@ -343,7 +343,8 @@ def register_commands(cli: Any) -> None:
             passed = [0]
 
             def on_event(ev: Any) -> None:
-                if ev.kind == "start":
+                if ev.kind == "start":  # a resumed run counts the passes it already has
+                    passed[0] = ev.data.get("passed", 0)
                     progress.update(bar, total=ev.data["total"], completed=ev.data["done"])
                 elif ev.kind == "evaluate_end":
                     passed[0] += ev.data["passed"]

@@ -449,7 +449,8 @@ class Explorer:
             states = self._load_state(store)
             resumed = sum(s.next_iteration - 1 for s in states.values())
             total = len(states) * self.iterations
-            self._emit("start", total=total, done=resumed)
+            self._emit("start", total=total, done=resumed,
+                       passed=sum(r.passed for st in states.values() for r in st.records))
             if resumed:
                 self._emit("resumed", groups=resumed)
             evaluated = self._loop(store, states)

@@ -589,3 +589,14 @@ class _skip_without_iverilog:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_start_event_of_a_resumed_run_counts_the_passes_it_already_has(tmp_path: Path) -> None:
+    """The progress bar starts from these: iteration 1 passes 1 of 2, iteration 2 both."""
+    explorer, _ = build_explorer(tmp_path / "run", tasks=1, iterations=2)
+    explorer.run()
+    events: list[ExploreEvent] = []
+    again, _ = build_explorer(tmp_path / "run", tasks=1, iterations=2, on_event=events.append)
+    again.run()
+    start = next(ev for ev in events if ev.kind == "start")
+    assert start.data == {"total": 2, "done": 2, "passed": 3}
