@@ -370,7 +370,15 @@ def register_commands(cli: Any) -> None:
         summary = {**result.summary, "run_dir": str(result.run_dir),
                    "files": {k: str(v) for k, v in result.paths.items()},
                    "candidates": result.candidates, "evaluated_groups": result.evaluated,
-                   "resumed_groups": result.resumed}
+                   "resumed_groups": result.resumed,
+                   "empty_groups": sum(n for m in result.empty_groups.values()
+                                       for n in m.values()),
+                   "empty_groups_by_method": result.empty_groups}
+        for name, tasks in result.empty_groups.items():
+            click.secho(f"warning: method {name!r}: no candidate in {sum(tasks.values())} "
+                        f"groups of {len(tasks)} tasks ({', '.join(sorted(tasks))}): the "
+                        "generator returned nothing (replay: no recording of these tasks)",
+                        fg="yellow", err=True)
         if as_json:
             click.echo(json.dumps(summary))
             return
@@ -388,7 +396,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
     click.echo(f"{summary['candidates']} candidates in {summary['run_dir']} "
                f"({summary['evaluated_groups']} groups evaluated now, "
-               f"{summary['resumed_groups']} resumed)")
+               f"{summary['resumed_groups']} resumed"
+               + (f", {summary['empty_groups']} without a candidate"
+                  if summary.get("empty_groups") else "") + ")")
     metrics = summary.get("metrics", {}).get("methods", {})
     for name, m in summary.get("methods", {}).items():
         line = f"  {name}: {m['passed']}/{m['samples']} passed"

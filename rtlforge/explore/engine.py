@@ -110,6 +110,16 @@ _EXTENSIBLE = ("iterations", "trials")
 # --------------------------------------------------------------------------------------------
 
 
+def _empty_groups(store: ExploreStore) -> dict[str, dict[str, int]]:
+    """Completed groups without a candidate, counted by method and task."""
+    filled = {rec.group for rec in store.records()}
+    out: dict[str, dict[str, int]] = {}
+    for group in sorted(store.completed_groups() - filled):
+        method, task = group[0], group[1]
+        out.setdefault(method, {})[task] = out.get(method, {}).get(task, 0) + 1
+    return out
+
+
 @dataclass
 class _CellState:
     """What one (method, task, trial) has produced so far, and what it does next."""
@@ -457,7 +467,8 @@ class Explorer:
             result = self.report(store)
             self._emit("finish", candidates=len(store), evaluated=evaluated)
             return ExploreResult(run_dir=self.run_dir, summary=result[0], paths=result[1],
-                                 candidates=len(store), evaluated=evaluated, resumed=resumed)
+                                 candidates=len(store), evaluated=evaluated, resumed=resumed,
+                                 empty_groups=_empty_groups(store))
         finally:
             store.close()
 
