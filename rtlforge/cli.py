@@ -82,6 +82,14 @@ def plugin_options(kind: str, name: str, items: tuple[str, ...], flag: str) -> d
         raise click.UsageError(str(exc)) from exc
 
 
+def prepare_estimator(estimator: Any) -> None:
+    """Read what a PPA estimator is configured with (its liberty) now: a bad ``--liberty`` is
+    then a usage error before any work, not one failure per design after all of it."""
+    key = getattr(estimator, "cache_key", None)
+    if callable(key):
+        key()
+
+
 def _source(path: Path) -> SourceFile:
     try:
         text = path.read_text()
@@ -588,6 +596,7 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             if liberty:
                 est_options["liberty"] = str(liberty)
             ppa_estimator = host.create("ppa_estimator", estimator, **est_options)
+            prepare_estimator(ppa_estimator)
         ast_reward = host.create("reward", "ast-similarity") if with_ast else None
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc

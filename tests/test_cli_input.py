@@ -210,3 +210,38 @@ def test_explore_dry_run_shows_each_methods_prompt(tmp_path: Path) -> None:
     assert code == 0, out
     ids = [p["request_id"] for p in json.loads(out)["prompts"]]
     assert [i.split("/")[1] for i in ids] == ["plain", "front"], ids
+
+
+def test_eval_ppa_with_a_file_that_is_no_liberty_stops_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rtlforge.evaluation.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "evaluate_detailed", lambda *a, **k: pytest.fail("ran"))
+    not_lib = tmp_path / "cells.lib"
+    not_lib.write_text(AND2)
+    code, _, err = _invoke("eval", str(_samples(tmp_path, 1)), "--tasks", str(_suite(tmp_path)),
+                           "--ppa", "--liberty", str(not_lib))
+    assert code == 2
+    assert "cells.lib: no 'library (...)' group" in err
+
+
+def test_explore_with_a_file_that_is_no_liberty_is_a_usage_error(tmp_path: Path) -> None:
+    not_lib = tmp_path / "cells.lib"
+    not_lib.write_text(AND2)
+    code, _, err = _invoke("explore", "--tasks", str(_suite(tmp_path)), "--generator", "replay",
+                           "--generator-option", f"path={_samples(tmp_path, 1)}",
+                           "--liberty", str(not_lib), "--no-ast",
+                           "--run-dir", str(tmp_path / "run"))
+    assert code == 2, err
+    assert "cells.lib: no 'library (...)' group" in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("command", ["explore", "generate"])
+def test_replay_without_a_path_names_the_missing_option(tmp_path: Path, command: str) -> None:
+    where = (["--tasks", str(_suite(tmp_path)), "--dry-run", "--run-dir", str(tmp_path / "r")]
+             if command == "explore" else ["--task", str(_suite(tmp_path) / "and2")])
+    code, _, err = _invoke(command, "--generator", "replay", *where)
+    assert code == 2
+    assert "option 'path' is required" in err and "--generator-option" in err
+    assert "__init__()" not in err

@@ -238,7 +238,13 @@ def register_commands(cli: Any) -> None:
                 baselines: tuple[str, ...], workers: int | None, simulator: str,
                 timeout: float, as_json: bool) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
-        from rtlforge.cli import EXIT_INFRA, current_host, load_task_map, positive_ints
+        from rtlforge.cli import (
+            EXIT_INFRA,
+            current_host,
+            load_task_map,
+            positive_ints,
+            prepare_estimator,
+        )
         from rtlforge.core.errors import RtlforgeError, ToolMissingError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.explore.engine import Explorer, Method
@@ -291,6 +297,7 @@ def register_commands(cli: Any) -> None:
             if ppa_estimator != "none" and not dry_run:
                 estimator = host.create("ppa_estimator", ppa_estimator,
                                         **({"liberty": str(liberty)} if liberty else {}))
+                prepare_estimator(estimator)
             ast_reward = None
             if with_ast and not dry_run:
                 try:
