@@ -569,6 +569,10 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)
     ppa = ppa or preset is not None  # the paper's metrics need PPA
+    unused = [flag for flag, value in (("--liberty", liberty),
+                                       ("--estimator-option", estimator_options)) if value]
+    if unused and not ppa:
+        raise click.UsageError(f"{unused[0]} sets up the PPA estimator: add --ppa")
     baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
     if out is None and samples_path is None and report_dir is None:
         raise click.UsageError("without SAMPLES.jsonl, give --out or --report for the results")

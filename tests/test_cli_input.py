@@ -27,7 +27,7 @@ def _invoke(*args: str) -> tuple[int, str, str]:
 def _suite(tmp_path: Path) -> Path:
     """One task (and2) in a task.toml suite; a golden is left out so nothing is simulated."""
     task = tmp_path / "tasks" / "and2"
-    task.mkdir(parents=True)
+    task.mkdir(parents=True, exist_ok=True)
     (task / "task.toml").write_text('id = "and2"\ntop = "and2"\nspec = "An AND gate."\n'
                                     'testbench = ["tb.v"]\n')
     (task / "tb.v").write_text(TB)
@@ -245,3 +245,19 @@ def test_replay_without_a_path_names_the_missing_option(tmp_path: Path, command:
     assert code == 2
     assert "option 'path' is required" in err and "--generator-option" in err
     assert "__init__()" not in err
+
+
+def test_estimator_settings_without_an_estimator_are_usage_errors(tmp_path: Path) -> None:
+    lib = tmp_path / "cells.lib"
+    lib.write_text("library (x) { }\n")
+    code, _, err = _invoke("eval", str(_samples(tmp_path, 1)), "--tasks", str(_suite(tmp_path)),
+                           "--liberty", str(lib))
+    assert code == 2 and "--liberty sets up the PPA estimator: add --ppa" in err
+    code, _, err = _invoke("eval", str(_samples(tmp_path, 1)), "--tasks", str(_suite(tmp_path)),
+                           "--estimator-option", "activity=0.2")
+    assert code == 2 and "--estimator-option sets up the PPA estimator: add --ppa" in err
+    code, _, err = _invoke("explore", "--tasks", str(_suite(tmp_path)), "--generator", "replay",
+                           "--generator-option", f"path={_samples(tmp_path, 1)}",
+                           "--ppa-estimator", "none", "--liberty", str(lib),
+                           "--run-dir", str(tmp_path / "run"))
+    assert code == 2 and "--ppa-estimator is none" in err

@@ -261,6 +261,9 @@ def register_commands(cli: Any) -> None:
             temperature, checkpoints = chosen["temperature"], chosen["checkpoints"]
         if overwrite and extend:
             raise click.UsageError("use either --overwrite or --extend, not both")
+        if liberty is not None and ppa_estimator == "none":
+            raise click.UsageError("--liberty is for the PPA estimator, and --ppa-estimator "
+                                   "is none")
         baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
         options = _options(gen_opts, "--generator-option")
         options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
