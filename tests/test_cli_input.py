@@ -261,3 +261,12 @@ def test_estimator_settings_without_an_estimator_are_usage_errors(tmp_path: Path
                            "--ppa-estimator", "none", "--liberty", str(lib),
                            "--run-dir", str(tmp_path / "run"))
     assert code == 2 and "--ppa-estimator is none" in err
+
+
+def test_generate_with_a_binary_spec_names_the_file(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.txt"
+    spec.write_bytes(b"\xff\xfe a spec")
+    code, _, err = _invoke("generate", "--generator", "replay", "--generator-option",
+                           f"path={_samples(tmp_path, 1)}", "--spec", str(spec))
+    assert code == 2
+    assert f"{spec} is not a UTF-8 text file" in err and "codec" not in err

@@ -134,7 +134,9 @@ def register_commands(cli: Any) -> None:
         try:
             task = load_task(task_dir) if task_dir is not None else _spec_task(spec_path)  # type: ignore[arg-type]
             request = load_template(template).request(task)
-        except (RtlforgeError, ValueError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise click.UsageError(f"{spec_path or task_dir} is not a UTF-8 text file") from exc
+        except (RtlforgeError, ValueError) as exc:
             raise click.UsageError(str(exc)) from exc
         gen = _generator(current_host(), generator_name, options)
         params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
