@@ -1,7 +1,8 @@
 """The ``rtlforge`` command line. The only place that configures logging or draws progress bars.
 
 Exit codes (stable, used by tooling): 0 pass / success, 1 the design did not pass (fail, error,
-timeout), 2 usage or input error, 3 infrastructure error (tool missing, sandbox failure).
+timeout), 2 usage or input error, 3 infrastructure error (tool missing, sandbox failure, a plugin
+that failed to load: ``rtlforge plugins``).
 """
 
 from __future__ import annotations
@@ -114,6 +115,14 @@ def plugin_specs(kind: str, names: tuple[str, ...], items: tuple[str, ...], flag
                 for name, raw in grouped.items()]
     except RtlforgeError as exc:
         raise click.UsageError(str(exc)) from exc
+
+
+def prepare_estimator(estimator: Any) -> None:
+    """Read what a PPA estimator is configured with (its liberty) now: a bad ``--liberty`` is
+    then a usage error before any work, not one failure per design after all of it."""
+    key = getattr(estimator, "cache_key", None)
+    if callable(key):
+        key()
 
 
 def _source(path: Path) -> SourceFile:
@@ -336,11 +345,16 @@ def _print_wave(wave: dict[str, Any] | None) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def plugins(as_json: bool) -> None:
-    """List plugin kinds, plugins, their versions, what they register and its options."""
+    """List plugin kinds, plugins, their versions, what they register and its options.
+
+    Exit 3 (infrastructure) when a plugin failed to load or a plugin name clashed: the listing
+    still shows everything else, and each failure with its reason.
+    """
     from dataclasses import asdict
 
     host = current_host()
     infos = host.describe()
+    failures, clashes = host.failures, list(host.clashes)
 
     def options(kind: str, name: str) -> list[dict[str, Any]]:
         try:
@@ -357,8 +371,8 @@ def plugins(as_json: bool) -> None:
              "registers": i.registers, "kinds": i.kinds, "error": i.error,
              "options": {kind: {n: options(kind, n) for n in sorted(names)}
                          for kind, names in sorted(i.registers.items())}}
-            for i in infos]}, default=str))
-        return
+            for i in infos], "clashes": clashes}, default=str))
+        sys.exit(EXIT_INFRA if failures or clashes else EXIT_OK)
     click.echo("kinds: " + ", ".join(k["name"] for k in kinds))
     for info in infos:
         line = f"{info.name} ({info.distribution or 'in-process'} {info.version or ''})".strip()
@@ -374,6 +388,11 @@ def plugins(as_json: bool) -> None:
                     click.echo(f"      {name}.{opt['name']}: {opt['type']} ({default}){help_text}")
         if info.error:
             click.secho(f"  error: {info.error}", fg="red")
+    for name, reason in sorted(failures.items()):
+        click.secho(f"error: plugin {name!r} failed to load: {reason}", fg="red", err=True)
+    for message in clashes:
+        click.secho(f"error: {message}", fg="red", err=True)
+    sys.exit(EXIT_INFRA if failures or clashes else EXIT_OK)
 
 
 def _declared_tools(host: PluginHost) -> list[ToolSpec]:
@@ -602,13 +621,17 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     reward_specs = plugin_specs("reward", rewards, reward_options, "--reward-option",
                                 supplied=("tasks", "pipeline", "estimator"))
     ppa = ppa or preset is not None  # the paper's metrics need PPA
+    unused = [flag for flag, value in (("--liberty", liberty),
+                                       ("--estimator-option", estimator_options)) if value]
+    if unused and not ppa:
+        raise click.UsageError(f"{unused[0]} sets up the PPA estimator: add --ppa")
     baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
     if out is None and samples_path is None and report_dir is None:
         raise click.UsageError("without SAMPLES.jsonl, give --out or --report for the results")
     unmatched: list[dict[str, Any]] = []
     aliased: list[dict[str, Any]] = []
+    k_values = positive_ints(ks, "-k")
     try:
-        k_values = sorted({int(k) for k in ks.split(",") if k.strip()})
         task_map = load_task_map(tasks_dir, fmt)
         samples = list(load_samples(samples_path)) if samples_path else []
         for name, folder in dirs:
@@ -616,6 +639,10 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             samples += loaded.samples
             unmatched += [{"method": name, **f.model_dump()} for f in loaded.unmatched]
             aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
+        if not samples:
+            sources = ([str(samples_path)] if samples_path else []) + [str(d) for _, d in dirs]
+            raise click.UsageError(f"no samples in {', '.join(sources)}")
+        _check_ks(k_values, samples, explicit=_given("ks"))
         host = current_host()
         pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout,
                                   extra=validators)
@@ -626,6 +653,7 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
             est_options["liberty"] = str(liberty)
         if ppa:
             ppa_estimator = host.create("ppa_estimator", estimator, **est_options)
+            prepare_estimator(ppa_estimator)
         ast_reward = host.create("reward", "ast-similarity") if with_ast else None
         scorers = _build_rewards(host, reward_specs, task_map, pipeline,
                                  lambda: ppa_estimator or host.create(
@@ -770,6 +798,42 @@ def _reward_means(scored: dict[str, dict[int, float | None]]) -> dict[str, dict[
         out[name] = {"mean": sum(got) / len(got) if got else None, "scored": len(got),
                      "abstained": len(values) - len(got)}
     return out
+
+
+def positive_ints(text: str, flag: str) -> list[int]:
+    """``1,5,10`` as sorted distinct positive integers; anything else is a usage error that
+    names the flag (not Python's ``int()`` message)."""
+    values = set()
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if not item.isdigit() or int(item) < 1:
+            raise click.UsageError(f"{flag}: {item!r} is not a positive integer "
+                                   f"(expected a comma-separated list such as 1,5,10)")
+        values.add(int(item))
+    if not values:
+        raise click.UsageError(f"{flag}: give at least one positive integer, such as 1,5,10")
+    return sorted(values)
+
+
+def _given(param: str) -> bool:
+    """Whether the command line (or the environment) set ``param``, rather than its default."""
+    from click.core import ParameterSource
+
+    source = click.get_current_context().get_parameter_source(param)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def _check_ks(ks: list[int], samples: list[Any], *, explicit: bool) -> None:
+    """A k no task has enough samples for can never be estimated: refused before any work when
+    asked for explicitly (the default 1,5,10 keeps the ks the samples allow)."""
+    per_task: dict[str, int] = {}
+    for s in samples:
+        per_task[s.task_id] = per_task.get(s.task_id, 0) + 1
+    most = max(per_task.values())
+    if explicit and ks[-1] > most:
+        raise click.UsageError(f"-k {ks[-1]}: pass@k needs at least k samples of a task, and "
+                               f"no task has more than {most}")
 
 
 def _warn_ppa_failures(detailed: Any) -> None:

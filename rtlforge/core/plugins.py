@@ -23,6 +23,7 @@ Environment controls (read when the host is created):
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -197,7 +198,8 @@ class PluginHost:
                     continue
                 for impl in caller.get_hookimpls():
                     if impl.plugin_name == name and not impl.optionalhook:
-                        raise PluginError(f"unknown hook {hook_name!r} in plugin {name!r}")
+                        raise PluginError(f"unknown hook {hook_name!r} in plugin {name!r}"
+                                          + self._did_you_mean(hook_name))
         except Exception as exc:  # noqa: BLE001 - isolate each plugin
             self._drop(plugin, name, f"invalid plugin: {exc}")
             return False
@@ -208,6 +210,13 @@ class PluginHost:
         self._registry = None
         log.debug("plugin_loaded", plugin=name)
         return True
+
+    def _did_you_mean(self, hook_name: str) -> str:
+        """``; did you mean 'register_validators'?`` for a misspelt hook, else nothing."""
+        known = [n for n, c in vars(self.pm.hook).items() if not n.startswith("_") and
+                 c.has_spec()]
+        close = difflib.get_close_matches(hook_name, known, n=1)
+        return f"; did you mean {close[0]!r}?" if close else ""
 
     def _declared_kinds(self, name: str) -> list[PluginKind]:
         declared: list[PluginKind] = []

@@ -134,7 +134,9 @@ def register_commands(cli: Any) -> None:
         try:
             task = load_task(task_dir) if task_dir is not None else _spec_task(spec_path)  # type: ignore[arg-type]
             request = load_template(template).request(task)
-        except (RtlforgeError, ValueError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise click.UsageError(f"{spec_path or task_dir} is not a UTF-8 text file") from exc
+        except (RtlforgeError, ValueError) as exc:
             raise click.UsageError(str(exc)) from exc
         gen = _generator(current_host(), generator_name, options)
         params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
@@ -203,7 +205,8 @@ def register_commands(cli: Any) -> None:
     @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True)
     @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
                   default=Path("runs/explore"), show_default=True)
-    @click.option("--dry-run", is_flag=True, help="Print the first prompts and exit.")
+    @click.option("--dry-run", is_flag=True,
+                  help="Print each method's first prompt and exit.")
     @click.option("--overwrite", is_flag=True,
                   help="Delete what explore wrote in --run-dir and start over.")
     @click.option("--extend", is_flag=True,
@@ -247,7 +250,14 @@ def register_commands(cli: Any) -> None:
                 timeout: float, as_json: bool, estimator_options: tuple[str, ...] = (),
                 extras: tuple[str, ...] = (), validator_options: tuple[str, ...] = ()) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
-        from rtlforge.cli import EXIT_INFRA, current_host, load_task_map, plugin_specs
+        from rtlforge.cli import (
+            EXIT_INFRA,
+            current_host,
+            load_task_map,
+            plugin_specs,
+            positive_ints,
+            prepare_estimator,
+        )
         from rtlforge.core.errors import RtlforgeError, ToolMissingError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.explore.engine import Explorer, Method
@@ -264,6 +274,9 @@ def register_commands(cli: Any) -> None:
             temperature, checkpoints = chosen["temperature"], chosen["checkpoints"]
         if overwrite and extend:
             raise click.UsageError("use either --overwrite or --extend, not both")
+        if liberty is not None and ppa_estimator == "none":
+            raise click.UsageError("--liberty is for the PPA estimator, and --ppa-estimator "
+                                   "is none")
         baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
         options = _options(gen_opts, "--generator-option")
         options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
@@ -280,6 +293,7 @@ def register_commands(cli: Any) -> None:
             pairs.append((generator_name, generator_name, template))
         elif generator_name is not None:
             raise click.UsageError("use either --generator or --method, not both")
+        marks = tuple(positive_ints(checkpoints, "--checkpoints"))
         host = current_host()
         validators = plugin_specs("validator", extras, validator_options, "--validator-option")
         est_options = {} if ppa_estimator == "none" else plugin_specs(
@@ -302,10 +316,10 @@ def register_commands(cli: Any) -> None:
                               select=tuple(k.strip() for k in select.split(",") if k.strip()),
                               generator_options=options)
                        for n, g, t in pairs]
-            marks = tuple(int(c) for c in checkpoints.split(",") if c.strip())
             estimator = None
             if ppa_estimator != "none" and not dry_run:
                 estimator = host.create("ppa_estimator", ppa_estimator, **est_options)
+                prepare_estimator(estimator)
             ast_reward = None
             if with_ast and not dry_run:
                 try:
@@ -328,7 +342,7 @@ def register_commands(cli: Any) -> None:
                 explorer = Explorer(task_map, methods, **kwargs)
             except ValueError as exc:
                 raise click.UsageError(str(exc)) from exc
-            requests = explorer.dry_run(limit=len(methods))
+            requests = explorer.dry_run(per_method=1)
             if as_json:
                 click.echo(json.dumps({"protocol": explorer.protocol(), "prompts": [
                     {"request_id": r.request_id, "system": r.system, "prompt": r.prompt}
@@ -358,7 +372,8 @@ def register_commands(cli: Any) -> None:
             passed = [0]
 
             def on_event(ev: Any) -> None:
-                if ev.kind == "start":
+                if ev.kind == "start":  # a resumed run counts the passes it already has
+                    passed[0] = ev.data.get("passed", 0)
                     progress.update(bar, total=ev.data["total"], completed=ev.data["done"])
                 elif ev.kind == "evaluate_end":
                     passed[0] += ev.data["passed"]
@@ -384,7 +399,15 @@ def register_commands(cli: Any) -> None:
         summary = {**result.summary, "run_dir": str(result.run_dir),
                    "files": {k: str(v) for k, v in result.paths.items()},
                    "candidates": result.candidates, "evaluated_groups": result.evaluated,
-                   "resumed_groups": result.resumed}
+                   "resumed_groups": result.resumed,
+                   "empty_groups": sum(n for m in result.empty_groups.values()
+                                       for n in m.values()),
+                   "empty_groups_by_method": result.empty_groups}
+        for name, tasks in result.empty_groups.items():
+            click.secho(f"warning: method {name!r}: no candidate in {sum(tasks.values())} "
+                        f"groups of {len(tasks)} tasks ({', '.join(sorted(tasks))}): the "
+                        "generator returned nothing (replay: no recording of these tasks)",
+                        fg="yellow", err=True)
         if as_json:
             click.echo(json.dumps(summary))
             return
@@ -402,7 +425,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
     click.echo(f"{summary['candidates']} candidates in {summary['run_dir']} "
                f"({summary['evaluated_groups']} groups evaluated now, "
-               f"{summary['resumed_groups']} resumed)")
+               f"{summary['resumed_groups']} resumed"
+               + (f", {summary['empty_groups']} without a candidate"
+                  if summary.get("empty_groups") else "") + ")")
     metrics = summary.get("metrics", {}).get("methods", {})
     for name, m in summary.get("methods", {}).items():
         line = f"  {name}: {m['passed']}/{m['samples']} passed"

@@ -110,6 +110,16 @@ _EXTENSIBLE = ("iterations", "trials")
 # --------------------------------------------------------------------------------------------
 
 
+def _empty_groups(store: ExploreStore) -> dict[str, dict[str, int]]:
+    """Completed groups without a candidate, counted by method and task."""
+    filled = {rec.group for rec in store.records()}
+    out: dict[str, dict[str, int]] = {}
+    for group in sorted(store.completed_groups() - filled):
+        method, task = group[0], group[1]
+        out.setdefault(method, {})[task] = out.get(method, {}).get(task, 0) + 1
+    return out
+
+
 @dataclass
 class _CellState:
     """What one (method, task, trial) has produced so far, and what it does next."""
@@ -321,16 +331,24 @@ class Explorer:
             metadata={**method.metadata, **{k: v for k, v in labels.items()
                                             if k in method.select}})
 
-    def dry_run(self, limit: int | None = None) -> list[GenerationRequest]:
-        """The next prompts a run would send (iteration 1 in a fresh run directory)."""
+    def dry_run(self, limit: int | None = None, *, per_method: int | None = None
+                ) -> list[GenerationRequest]:
+        """The next prompts a run would send (iteration 1 in a fresh run directory); at most
+        ``per_method`` of each method (so every method's template is seen), then ``limit``."""
         if self.archive_path.exists() and self.on_existing != "overwrite":
             with self.open_store() as store:
                 self._check_reuse(store, prompts_only=True)
                 states = self._load_state(store)
         else:
             states = {c: _CellState() for c in self._cells()}
-        out = [self._request(cell, st) for cell, st in states.items()
-               if st.next_iteration <= self.iterations]
+        shown: dict[str, int] = {}
+        out = []
+        for cell, st in states.items():
+            if st.next_iteration > self.iterations:
+                continue
+            shown[cell[0]] = shown.get(cell[0], 0) + 1
+            if per_method is None or shown[cell[0]] <= per_method:
+                out.append(self._request(cell, st))
         return out[:limit] if limit is not None else out
 
     # ---------------------------------------------------------------- golden PPA
@@ -441,14 +459,16 @@ class Explorer:
             states = self._load_state(store)
             resumed = sum(s.next_iteration - 1 for s in states.values())
             total = len(states) * self.iterations
-            self._emit("start", total=total, done=resumed)
+            self._emit("start", total=total, done=resumed,
+                       passed=sum(r.passed for st in states.values() for r in st.records))
             if resumed:
                 self._emit("resumed", groups=resumed)
             evaluated = self._loop(store, states)
             result = self.report(store)
             self._emit("finish", candidates=len(store), evaluated=evaluated)
             return ExploreResult(run_dir=self.run_dir, summary=result[0], paths=result[1],
-                                 candidates=len(store), evaluated=evaluated, resumed=resumed)
+                                 candidates=len(store), evaluated=evaluated, resumed=resumed,
+                                 empty_groups=_empty_groups(store))
         finally:
             store.close()
 

@@ -130,6 +130,9 @@ class ExploreResult:
     candidates: int  # in the archive, after this run
     evaluated: int  # groups evaluated by this run (not resumed)
     resumed: int  # groups found complete in the archive
+    #: groups the generator answered with nothing (a replay without that task's recording),
+    #: by method and task: they hold no candidate, so a silent gap would read as a bad method
+    empty_groups: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class SimilarityScore(Protocol):

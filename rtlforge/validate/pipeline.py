@@ -309,7 +309,10 @@ class Pipeline:
         except SecurityViolation as exc:
             context = (source_context(files[exc.file], exc.line)
                        if exc.file in files and exc.line else None)
-            feedback = make_feedback("security", str(exc), stage="security", files=files,
+            # the exception's text starts with "file:line: " for a person reading it alone;
+            # the feedback carries the location in its own fields (printed once, before it)
+            message = str(exc).removeprefix(f"{exc.file}:{exc.line}: ")
+            feedback = make_feedback("security", message, stage="security", files=files,
                                      file=exc.file, line=exc.line)
             if context and feedback.context is None:
                 feedback = feedback.model_copy(update={"context": context})

@@ -589,3 +589,44 @@ class _skip_without_iverilog:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_start_event_of_a_resumed_run_counts_the_passes_it_already_has(tmp_path: Path) -> None:
+    """The progress bar starts from these: iteration 1 passes 1 of 2, iteration 2 both."""
+    explorer, _ = build_explorer(tmp_path / "run", tasks=1, iterations=2)
+    explorer.run()
+    events: list[ExploreEvent] = []
+    again, _ = build_explorer(tmp_path / "run", tasks=1, iterations=2, on_event=events.append)
+    again.run()
+    start = next(ev for ev in events if ev.kind == "start")
+    assert start.data == {"total": 2, "done": 2, "passed": 3}
+
+
+def test_groups_a_generator_answers_with_nothing_are_counted(tmp_path: Path) -> None:
+    """A replay without a task's recording answers []: the run says so instead of a gap."""
+    explorer, gen = build_explorer(tmp_path / "run", tasks=2, iterations=2)
+    gen.script["t1"] = [[], []]
+    result = explorer.run()
+    assert result.empty_groups == {"seq": {"t1": 2}}
+    again, _ = build_explorer(tmp_path / "run", tasks=2, iterations=2)
+    assert again.run().empty_groups == {"seq": {"t1": 2}}  # resumed groups count too
+
+
+@pytest.mark.tools
+def test_cli_explore_warns_about_tasks_replay_has_no_recording_for(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    for top in ("and2", "or2"):
+        (tasks / top).mkdir(parents=True)
+        (tasks / top / "task.toml").write_text(f'id = "{top}"\ntop = "{top}"\nspec = "A gate."\n')
+    recorded = tmp_path / "rec.jsonl"
+    recorded.write_text(json.dumps({"task_id": "and2", "completion": (
+        "module and2(input a, input b, output y); assign y = a & b; endmodule")}) + "\n")
+    result = CliRunner().invoke(cli, [
+        "explore", "--tasks", str(tasks), "--generator", "replay", "--generator-option",
+        f"path={recorded}", "--iterations", "2", "--ppa-estimator", "none", "--no-ast",
+        "--run-dir", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["empty_groups"] == 2
+    assert summary["empty_groups_by_method"] == {"replay": {"or2": 2}}
+    assert "method 'replay': no candidate in 2 groups of 1 tasks (or2)" in result.stderr

@@ -306,8 +306,10 @@ def register_commands(cli: Any) -> None:
         try:
             names = [b.strip() for item in (*baselines, baseline_list or "")
                      for b in item.split(",") if b.strip()]
-            report = compute_metrics(load_records(records_path), baseline=names or None,
-                                     seed=seed)
+            records = load_records(records_path)
+            if not records:
+                raise click.UsageError(f"no records in {records_path}")
+            report = compute_metrics(records, baseline=names or None, seed=seed)
         except (RecordsError, ValueError) as exc:
             raise click.UsageError(str(exc)) from exc
         if as_json:

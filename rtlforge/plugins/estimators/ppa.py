@@ -1122,6 +1122,33 @@ def register_ppa_estimators(register: Register) -> None:
     register(YosysAbcPPA)
 
 
+def _read_design(path: Path) -> str:
+    import click
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"{path} is not a UTF-8 text file") from exc
+
+
+def _check_top(files: Sequence[SourceFile], top: str) -> None:
+    """A --top that no file declares is a usage error now, not a yosys log later."""
+    import click
+
+    from rtlforge.eda.modules import scan_modules
+
+    scans = [scan_modules(f.content) for f in files]
+    if not all(scan.ok for scan in scans):
+        return  # a text the scanner cannot read: yosys has the last word
+    declared = [name for scan in scans for name in scan.declared]
+    names = ", ".join(f.name for f in files)
+    if not declared:
+        raise click.UsageError(f"no module declaration found in {names}")
+    if top not in declared:
+        raise click.UsageError(f"--top {top!r}: no such module in {names} "
+                               f"(declared: {', '.join(declared)})")
+
+
 @hookimpl
 def register_commands(cli: Any) -> None:
     import click
@@ -1157,7 +1184,8 @@ def register_commands(cli: Any) -> None:
         from rtlforge.core.models import SourceFile
 
         try:
-            files = tuple(SourceFile(name=p.name, content=p.read_text()) for p in designs)
+            files = tuple(SourceFile(name=p.name, content=_read_design(p)) for p in designs)
+            _check_top(files, top)
             candidate = Candidate(files=files)
             options: dict[str, Any] = {"liberty": liberty, "timeout": timeout,
                                        "yosys": yosys_backend}
@@ -1175,11 +1203,15 @@ def register_commands(cli: Any) -> None:
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(EXIT_INFRA)
             stage, log = (exc.stage, exc.log) if isinstance(exc, PPAError) else (None, "")
+            # the estimator speaks Python (clock=NAME); this command's option is --clock
+            message = str(exc).replace("pass clock=NAME", "pass --clock NAME")
             if as_json:
-                click.echo(json.dumps({"error": str(exc), "stage": stage}))
+                click.echo(json.dumps({"error": message, "stage": stage}))
             else:
-                click.echo(f"error: {exc}", err=True)
-                if log:
+                # the message carries the tool's error lines; the whole log (banner and all)
+                # only with -v
+                click.echo(f"error: {message}", err=True)
+                if log and click.get_current_context().find_root().params.get("verbose"):
                     click.echo(log[-2000:], err=True)
             sys.exit(EXIT_NOT_PASSED)
         summary = {
