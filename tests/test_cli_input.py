@@ -145,7 +145,7 @@ def test_ppa_no_clock_message_names_the_cli_option(tmp_path: Path) -> None:
                       "  always @(posedge tick) q <= d;\nendmodule\n")
     code, _, err = _invoke("ppa", str(design), "--top", "c")
     assert code == 1
-    assert "pass --clock NAME" in err and "clock=NAME" not in err
+    assert "--clock NAME" in err and "clock=NAME" not in err
 
 
 def _misspelt_hook_plugin() -> object:

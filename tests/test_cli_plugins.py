@@ -165,7 +165,8 @@ def test_eval_scores_a_third_party_reward_and_runs_a_selected_validator(
     (["--reward", "testbench", "--reward-option", "nonsense=1"], "unknown option 'nonsense'"),
     (["--validator", "line-limit", "--validator-option", "max_lines=x"],
      "option 'max_lines': Input should be a valid integer"),
-    (["--estimator-option", "period_ns=fast"], "option 'period_ns': Input should be a valid"),
+    (["--ppa", "--estimator-option", "period_ns=fast"],
+     "option 'period_ns': Input should be a valid"),
     (["--estimator", "yosys-stta"], "did you mean 'yosys-sta'?"),
 ])
 def test_eval_checks_plugins_and_options_before_any_work(
