@@ -177,9 +177,10 @@ class Retriever(Plugin):
                  guard: LeakageGuard | None = None) -> list[Hit]:
         if k <= 0:
             return []
-        hits = self.rank(query, focus=focus)
-        if guard is not None:
-            hits = [hit for hit in hits if guard.blocks(hit.entry) is None]
+        """The top ``k`` hits the guard allows; without a guard, evaluation data is still blocked
+        (the default :class:`LeakageGuard`)."""
+        guard = guard if guard is not None else LeakageGuard()
+        hits = [hit for hit in self.rank(query, focus=focus) if guard.blocks(hit.entry) is None]
         return hits[:k]
 
 
@@ -188,8 +189,11 @@ RETRIEVER_KIND = PluginKind("retriever", Retriever, "register_retrievers",
 
 
 def _entries_from_toml(text: str, label: str) -> list[KnowledgeEntry]:
-    data = tomllib.loads(text)
-    return [KnowledgeEntry.model_validate(item) for item in data.get("entry", [])]
+    try:
+        data = tomllib.loads(text)
+        return [KnowledgeEntry.model_validate(item) for item in data.get("entry", [])]
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ValueError(f"{label}: not a valid knowledge file: {exc}") from exc
 
 
 def load_entries(*paths: str | Path) -> tuple[KnowledgeEntry, ...]:

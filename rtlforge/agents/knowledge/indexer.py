@@ -41,9 +41,9 @@ __all__ = [
     "EVALUATION_MARKER",
     "MAX_FILE_BYTES",
     "LintStatus",
+    "RefPort",
     "ReferenceIndex",
     "ReferenceModule",
-    "RefPort",
     "index_folder",
     "scan_ports",
 ]
@@ -163,8 +163,8 @@ def _is_ident(token: str) -> bool:
     return (token[0].isalpha() or token[0] in "_\\") and token not in _TYPES
 
 
-_TYPES = frozenset("wire reg logic signed unsigned var tri bit integer input output inout "
-                   "supply0 supply1 wand wor".split())
+_TYPES = frozenset({"wire", "reg", "logic", "signed", "unsigned", "var", "tri", "bit", "integer",
+                    "input", "output", "inout", "supply0", "supply1", "wand", "wor"})
 
 
 def scan_ports(text: str, name_end: int) -> tuple[RefPort, ...]:

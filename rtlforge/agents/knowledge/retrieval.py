@@ -24,8 +24,8 @@ from rtlforge.agents.knowledge.base import Focus, Hit, KnowledgeEntry, Retriever
 __all__ = ["BM25Retriever", "KeywordRetriever", "focus_order", "query_terms", "tokens"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an and are as at be by for from in into is it of on or that the this to "
-                  "with".split())
+_STOP = frozenset({"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into",
+                   "is", "it", "of", "on", "or", "that", "the", "this", "to", "with"})
 
 #: The paper's weights: a query term found in each field adds this much (once per field).
 TITLE, DESCRIPTION, KEYWORD, TEMPLATE = 0.4, 0.2, 0.3, 0.1
