@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch pinned: an unpinned install pulls a multi-GB CUDA build (the CPU wheel serves CI).
-	$(BIN)/pip install -q "torch==2.13.0" -e ".[dev,ast,train,pyosys]"
+	$(BIN)/pip install -q "torch==2.13.0" -e ".[dev,ast,train,pyosys,knowledge]"
 	touch $(STAMP)
 
 venv: $(STAMP)
