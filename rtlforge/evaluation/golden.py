@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
@@ -42,6 +42,7 @@ def task_ppa_options(task: Task | None, options: Mapping[str, Any]) -> dict[str,
 
 
 _FLAT_KEYS = ("power", "delay", "area")
+T = TypeVar("T")
 
 
 class PPAMeasure(BaseModel):
@@ -138,6 +139,37 @@ def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
     return PPAMeasure(ppa=ppa)
 
 
+class _OncePerKey(Generic[T]):
+    """Results by key, each computed once: concurrent callers of one key wait for the first.
+
+    ``keep`` decides what is cached; a result it rejects (an inconclusive check) is returned
+    but computed again next time.
+    """
+
+    def __init__(self) -> None:
+        self._results: dict[str, T] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> T | None:
+        with self._lock:
+            return self._results.get(key)
+
+    def once(self, key: str, compute: Callable[[], T],
+             keep: Callable[[T], bool] = lambda _: True) -> T:
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            hit = self.get(key)
+            if hit is not None:
+                return hit
+            result = compute()
+            if keep(result):
+                with self._lock:
+                    self._results[key] = result
+            return result
+
+
 class GoldenPPA:
     """Each task's golden PPA, measured once per task (per golden text) and shared by threads.
 
@@ -151,9 +183,7 @@ class GoldenPPA:
         self.estimator = estimator
         self.runner = runner
         self.options = dict(options or {})
-        self._results: dict[str, PPAMeasure] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
+        self._memo: _OncePerKey[PPAMeasure] = _OncePerKey()
 
     @staticmethod
     def key(task: Task) -> str:
@@ -161,8 +191,7 @@ class GoldenPPA:
 
     def known(self, task: Task) -> PPAMeasure | None:
         """The cached result, without measuring."""
-        with self._lock:
-            return self._results.get(self.key(task))
+        return self._memo.get(self.key(task))
 
     def measure(self, task: Task, *, load: Callable[[], PPAMeasure | None] | None = None,
                 save: Callable[[PPAMeasure], None] | None = None) -> PPAMeasure:
@@ -173,22 +202,16 @@ class GoldenPPA:
         """
         if not task.golden:
             raise ValueError(f"task {task.id!r} has no golden design")
-        key = self.key(task)
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            with self._lock:
-                hit = self._results.get(key)
-            if hit is not None:
-                return hit
+
+        def compute() -> PPAMeasure:
             result = load() if load is not None else None
             if result is None:
                 result = self._estimate(task)
                 if save is not None:
                     save(result)
-            with self._lock:
-                self._results[key] = result
             return result
+
+        return self._memo.once(self.key(task), compute)
 
     def _estimate(self, task: Task) -> PPAMeasure:
         candidate = Candidate(files=task.golden, task_id=task.id)
@@ -226,27 +249,18 @@ class GoldenCheck:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
-        self._results: dict[str, GoldenVerdict] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
+        self._memo: _OncePerKey[GoldenVerdict] = _OncePerKey()
 
     def check(self, task: Task) -> GoldenVerdict:
         if not task.golden or not (task.testbench or task.cocotb_module):
             return GoldenVerdict(task_id=task.id, usable=True, verdict="unchecked")
-        key = f"{task.digest()}:{Candidate(files=task.golden).digest()}"
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            with self._lock:
-                hit = self._results.get(key)
-            if hit is not None:
-                return hit
-            report = self.pipeline.validate(task, Candidate(files=task.golden, task_id=task.id))
-            verdict = _judge(task, report)
-            if report.verdict is not Verdict.INFRA_ERROR:
-                with self._lock:
-                    self._results[key] = verdict
-            return verdict
+
+        def compute() -> GoldenVerdict:
+            golden = Candidate(files=task.golden, task_id=task.id)
+            return _judge(task, self.pipeline.validate(task, golden))
+
+        return self._memo.once(f"{task.digest()}:{Candidate(files=task.golden).digest()}",
+                               compute, keep=lambda v: v.verdict != Verdict.INFRA_ERROR.value)
 
 
 def _judge(task: Task, report: ValidationReport) -> GoldenVerdict:
