@@ -68,21 +68,6 @@ def current_host() -> PluginHost:
     return host
 
 
-def plugin_options(kind: str, name: str, items: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """``--*-option KEY=VALUE`` values for one plugin, typed by its options model.
-
-    Unknown keys and values of the wrong type are usage errors naming the plugin's options,
-    so nothing is guessed (see ``rtlforge plugins`` for what each plugin takes).
-    """
-    from rtlforge.core.options import parse_option_strings
-
-    try:
-        model = current_host().options_model(kind, name)
-        return parse_option_strings(model, items, flag=flag, what=f"{kind} {name!r}")
-    except RtlforgeError as exc:
-        raise click.UsageError(str(exc)) from exc
-
-
 #: How every command selects plugins (documented in docs/plugins.md).
 PLUGIN_OPTION_HELP = ("[NAME.]KEY=VALUE: an option of the selected {kind} NAME, typed by its "
                       "options model (repeatable; the NAME. prefix may be left out when one "

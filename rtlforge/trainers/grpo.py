@@ -425,9 +425,9 @@ class RolloutReward(TRLReward):
         ``choice_regret`` the mean shortfall. Cached validation and PPA make this cheap.
         """
         texts = list(dict.fromkeys(self._choice_texts.values())) if self._choice_texts else []
+        keys = [(t, history_key(h)) for t, h in zip(task_ids, histories, strict=True)]
         best: dict[tuple[str, str], float | None] = {}
-        for i, key in enumerate(zip(task_ids, (history_key(h) for h in histories),
-                                    strict=True)):
+        for i, key in enumerate(keys):
             if key in best or not texts:
                 continue
             columns = {k: [v[i]] * len(texts) for k, v in wanted.items()}
@@ -436,9 +436,8 @@ class RolloutReward(TRLReward):
             best[key] = max(finite) if finite else None
         optimal = regret = 0.0
         counted = 0
-        for i, key in enumerate(zip(task_ids, (history_key(h) for h in histories),
-                                    strict=True)):
-            top, r = best.get(key), rewards[i]
+        for key, r in zip(keys, rewards, strict=True):
+            top = best.get(key)
             if top is None or r is None:
                 continue
             counted += 1

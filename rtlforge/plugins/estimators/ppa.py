@@ -1203,8 +1203,7 @@ def register_commands(cli: Any) -> None:
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(EXIT_INFRA)
             stage, log = (exc.stage, exc.log) if isinstance(exc, PPAError) else (None, "")
-            # the estimator speaks Python (clock=NAME); this command's option is --clock
-            message = str(exc).replace("pass clock=NAME", "pass --clock NAME")
+            message = str(exc)
             if as_json:
                 click.echo(json.dumps({"error": message, "stage": stage}))
             else:
