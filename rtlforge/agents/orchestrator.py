@@ -620,6 +620,10 @@ class Orchestrator:
         if source is not None:
             code = _code(source.candidate)
             feedback = render_feedback(source.report, run.records)
+            if source.cells is not None:
+                delay = (f", critical path {source.delay_ns:.3f} ns"
+                         if source.delay_ns is not None else "")
+                feedback += f"\nSynthesis: {source.cells} cells{delay}."
             if (self.waveform is not None and source.report.verdict is Verdict.FAIL):
                 wave = self.waveform(run.task, source.candidate, source.report)
         return AgentContext(task=run.task, spec=run.spec, action=action, iteration=index,

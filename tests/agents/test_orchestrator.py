@@ -32,11 +32,19 @@ from rtlforge.core.interfaces import (
     Generation,
     GenerationRequest,
     Generator,
+    PPAEstimator,
     SamplingParams,
     ValidationContext,
     Validator,
 )
-from rtlforge.core.models import Feedback, StageResult, Task, ValidationReport, Verdict
+from rtlforge.core.models import (
+    Feedback,
+    PPAResult,
+    StageResult,
+    Task,
+    ValidationReport,
+    Verdict,
+)
 from rtlforge.plugins.generators import scripted, symbolic
 from rtlforge.plugins.generators.scripted import ScriptedGenerator, word_count
 from rtlforge.plugins.validators import iverilog
@@ -468,3 +476,59 @@ def test_solve_result_summary_is_json_ready() -> None:
         summary = orch.solve(TASK).summary()
     assert json.loads(json.dumps(summary))["verdict"] == "pass"
     assert summary["llm_calls"] == 1 and summary["agents"] == ["fast"]
+
+
+class MarkerPPA(PPAEstimator):
+    """A tool-free estimator: the cell count is a ``// cells N`` marker in the design."""
+
+    name: ClassVar[str] = "marker-ppa"
+
+    def __init__(self) -> None:
+        self.measured: list[int] = []
+
+    def estimate(self, candidate: Any, top: str, runner: Any, *, clock: str | None = None,
+                 period_ns: float | None = None) -> PPAResult:
+        cells = int(candidate.files[0].content.split("// cells ")[1].split()[0])
+        self.measured.append(cells)
+        return PPAResult(area_um2=float(cells), delay_ns=1.0, power_mw=0.1, cells=cells)
+
+
+def test_the_optimize_phase_keeps_only_passing_designs_with_fewer_cells() -> None:
+    script = {"dut": {
+        "fast": [_design("dut", "// correct // cells 20")],
+        "optimize": [_design("dut", "// wrong 1 // cells 5"),  # smaller but wrong: dropped
+                     _design("dut", "// correct // cells 30"),  # passes but larger: dropped
+                     _design("dut", "// correct // cells 12")]}}  # kept
+    estimator = MarkerPPA()
+    generator = Recording(ScriptedGenerator(script=script))
+    with Orchestrator(generator=generator, host=_host(_Fast, _Debug, _Optimize),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
+                      optimize=True, estimator=estimator, max_iterations=4) as orch:
+        result = orch.solve(TASK)
+    assert result.verdict is Verdict.PASS and result.solved_by is Tier.ROUTER
+    assert result.agents == ("fast", "optimize", "optimize", "optimize")
+    assert result.candidate is not None and "// cells 12" in result.candidate.files[0].content
+    assert estimator.measured == [20, 30, 12]  # the failing design is never measured
+    # each optimize prompt shows the best passing design so far and its cell count
+    optimize_prompts = [r.prompt for r, _ in generator.requests[1:]]
+    assert all("// cells 20" in p and "Synthesis: 20 cells" in p for p in optimize_prompts)
+
+
+def test_the_decomposer_seam_can_solve_the_task_and_its_llm_use_is_counted() -> None:
+    calls: list[dict[str, Any]] = []
+
+    def decomposer(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        request = GenerationRequest(prompt="sub-modules", task=kwargs["task"],
+                                    metadata={"agent": "decomposer"})
+        return kwargs["generator"].generate([request], SamplingParams())[0][0].candidate
+
+    script = {"dut": {"decomposer": [_design("dut", "// correct")]}}
+    with Orchestrator(generator=ScriptedGenerator(script=script), host=_host(),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
+                      decomposer=decomposer) as orch:
+        result = orch.solve(TASK)
+    assert result.verdict is Verdict.PASS and result.solved_by is Tier.DECOMPOSITION
+    assert result.tiers == (Tier.DECOMPOSITION,) and result.llm_calls == 1
+    assert result.tokens > 0
+    assert set(calls[0]) == {"task", "spec", "generator", "trace", "host"}
