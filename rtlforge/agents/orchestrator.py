@@ -253,8 +253,8 @@ class Orchestrator:
         self._stage_labels = {v.name: v.stage for v in self.pipeline.validators}
         self.roles = self._build_roles(roles or {})
         self.routed = tuple(name for name, role in self.roles.items() if role.routed)
-        self.specialists = tuple(role for role in self.roles.values()
-                                 if not role.routed and role.name != OPTIMIZE_ROLE)
+        self.specialists = tuple(role for role in self.roles.values() if not role.routed
+                                 and role.name not in (OPTIMIZE_ROLE, GENERIC_ROLE))
         self.router: Router | None = None
         if self.routed:
             self.router = (self.host.create("router", router) if isinstance(router, str)

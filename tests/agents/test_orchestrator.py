@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,6 +25,8 @@ from rtlforge.agents.base import (
     Router,
 )
 from rtlforge.agents.knowledge import plugin as knowledge_plugin
+from rtlforge.agents.knowledge.base import KnowledgeEntry, Origin, Provenance
+from rtlforge.agents.knowledge.retrieval import KeywordRetriever
 from rtlforge.agents.models import AgentAction, Decision, Focus, RouterContext, Tier
 from rtlforge.agents.orchestrator import Orchestrator, Scored, rank
 from rtlforge.agents.trace import ThoughtEvent, ThoughtKind, read_trace
@@ -532,3 +535,25 @@ def test_the_decomposer_seam_can_solve_the_task_and_its_llm_use_is_counted() -> 
     assert result.tiers == (Tier.DECOMPOSITION,) and result.llm_calls == 1
     assert result.tokens > 0
     assert set(calls[0]) == {"task", "spec", "generator", "trace", "host"}
+
+
+def test_retrieval_never_returns_the_task_being_solved() -> None:
+    when = date(2026, 1, 1)
+    provenance = Provenance(source="written for this test", date=when)
+    own = KnowledgeEntry(id="ref-dut", kind="reference", title="dut reference",
+                         description="a reference implementation of dut", keywords=("dut",),
+                         provenance=provenance,
+                         origin=Origin(path="/refs/dut.v", digest="0" * 64, task_id="dut"))
+    other = KnowledgeEntry(id="pattern-dut", kind="pattern", title="dut pattern",
+                           description="how to write a dut", keywords=("dut",),
+                           provenance=provenance)
+    events: list[ThoughtEvent] = []
+    script = {"dut": {"fast": [_design("dut", "// correct")]}}
+    with Orchestrator(generator=ScriptedGenerator(script=script), host=_host(),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
+                      retriever=KeywordRetriever(entries=[own, other]),
+                      sinks=[events.append]) as orch:
+        orch.solve(TASK)
+    retrieval = [e for e in events if e.kind is ThoughtKind.RETRIEVAL]
+    assert len(retrieval) == 1 and retrieval[0].data["k"] == 3  # the fast role's depth
+    assert [hit["id"] for hit in retrieval[0].data["hits"]] == ["pattern-dut"]
