@@ -336,11 +336,12 @@ class Orchestrator:
         start = time.perf_counter()
         trace_path = (self.run_dir / "traces" / f"{_safe(task.id)}.jsonl"
                       if self.run_dir is not None else None)
-        sinks = list(self.sinks)
+        jsonl: JsonlSink | None = None
         if trace_path is not None:
             trace_path.unlink(missing_ok=True)  # a re-solved task gets a fresh trace
-            sinks.append(JsonlSink(trace_path))
-        trace = Trace(task.id, tuple(sinks))
+            jsonl = JsonlSink(trace_path)
+        # the caller's sinks outlive the task (a live view spans the run): only ours is closed
+        trace = Trace(task.id, (*self.sinks, *([jsonl] if jsonl is not None else [])))
         run = _Run(task=task, spec=task.spec, trace=trace, records=[], kept=[],
                    guard=guard if guard is not None else LeakageGuard.for_task(task))
         error: str | None = None
@@ -360,7 +361,8 @@ class Orchestrator:
                    confidence=1.0 if result.passed else None,
                    data={"final": True, **result.summary(),
                          "solved_by": result.solved_by.value if result.solved_by else None})
-        trace.close()
+        if jsonl is not None:
+            jsonl.close()
         log.info("solved", task=task.id, verdict=result.verdict.value,
                  iterations=result.iterations, llm_calls=result.llm_calls)
         return result

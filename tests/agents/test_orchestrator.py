@@ -325,14 +325,32 @@ def test_a_generator_failure_is_infra_error_and_the_next_task_still_runs() -> No
     other = TASK.model_copy(update={"id": "other"})
     # no steps for task "dut": the scripted generator raises ScriptExhausted
     script = {"other": {"fast": [_design("dut", "// correct")]}}
+    live = LiveSink()
     with Orchestrator(generator=ScriptedGenerator(script=script), host=_host(),
                       router=FastThenDebug(), pipeline=_marker_pipeline(),
-                      symbolic=False) as orch:
+                      symbolic=False, sinks=[live]) as orch:
         first, second = list(orch.solve_many([TASK, other]))
     assert first.verdict is Verdict.INFRA_ERROR
     assert first.error is not None and "ScriptExhausted" in first.error
     assert first.iterations == 0
     assert second.verdict is Verdict.PASS and second.error is None
+    # the caller's sink sees both tasks (the Error of the first) and is never closed
+    assert [e.task_id for e in live.events if e.kind is ThoughtKind.ERROR] == ["dut"]
+    assert {e.task_id for e in live.events} == {"dut", "other"} and not live.closed
+
+
+class LiveSink:
+    """A sink with a close(), like a CLI live view that spans a whole run."""
+
+    def __init__(self) -> None:
+        self.events: list[ThoughtEvent] = []
+        self.closed = False
+
+    def __call__(self, event: ThoughtEvent) -> None:
+        self.events.append(event)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def test_a_missing_tool_is_infra_error_not_fail() -> None:
