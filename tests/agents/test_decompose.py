@@ -125,6 +125,18 @@ def test_parse_plan_reads_bare_json_and_a_bare_list():
     assert parse_plan(json.dumps(mods)).names == ("m0", "m1", "m2", "m3")
 
 
+def test_parse_plan_prefers_the_plan_over_other_bracketed_text():
+    mods = [module(f"m{i}") for i in range(4)]
+    text = f"The bus is [7:0] wide, and [1, 2] are examples.\n{plan_json(mods)}"
+    assert parse_plan(text).names == ("m0", "m1", "m2", "m3")
+
+
+@pytest.mark.parametrize("text", ["[" * 200_000, "{" * 300, "[" * 5000 + "]" * 5000])
+def test_parse_plan_survives_absurd_answers(text):
+    with pytest.raises(DecompositionError):
+        parse_plan(text)
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("I would split it into an ALU and a FIFO.", "holds no JSON"),
     ('```json\n{"modules": [{"name": "a",}]}\n```', "not valid JSON"),
@@ -225,6 +237,26 @@ def test_synchronise_reports_what_it_cannot_fix():
     assert "'ghost', which no file defines" in ghost.message
 
 
+def test_synchronise_knows_modules_of_the_tasks_support_files():
+    top = "module top(input c, output [3:0] y);\n  lib_cell l (.a(c), .q(y));\nendmodule\n"
+    support = (SourceFile(name="lib.v", content="module lib_cell(input a, output [3:0] q);"
+                                                 "\nendmodule\n"),)
+    files = (SourceFile(name="top.v", content=top),)
+    assert synchronise(files, {}, {}, support=support)[2] == []
+    assert [i.kind for i in synchronise(files, {}, {})[2]] == ["unknown_module"]
+
+
+@pytest.mark.parametrize("text", [
+    "module top;\n" + "sub #" * 5000 + "\nendmodule\n",
+    "module top;\n  sub u (.clk(c), .din(",
+    "module top;\n" + "sub u (" * 3000,
+])
+def test_synchronise_survives_broken_instantiations(text):
+    files = (SourceFile(name="sub.v", content=SUB), SourceFile(name="top.v", content=text))
+    out, _, _ = synchronise(files, {"sub": module_ports(SUB, "sub")}, {})
+    assert [f.name for f in out] == ["sub.v", "top.v"]
+
+
 # ------------------------------------------------------------------------------ the build
 
 
@@ -318,7 +350,7 @@ def test_a_top_instantiating_an_unknown_module_is_retried_then_reported(task):
     assert "op_counter_v2" in script.prompts("top")[1] and "does not match" in \
         script.prompts("top")[1]
     assert result.candidate is not None and result.error is None
-    assert [fb.category for fb in result.interface_feedback] == ["unknown_module"]
+    assert [fb.category for fb in result.interface_feedback] == ["missing_module"]
     assert any("'op_counter_v2', which no file defines" in fb.message
                for fb in result.interface_feedback)
     assert ThoughtKind.BOTTLENECK in [e.kind for e in trace.events]

@@ -70,6 +70,7 @@ from rtlforge.core.models import (
     ValidationReport,
     Verdict,
 )
+from rtlforge.eda.feedback import make_feedback
 from rtlforge.eda.modules import rename_module, scan_modules
 from rtlforge.generation.extract import extract_verilog
 
@@ -164,11 +165,17 @@ def _same_interface(planned: SubModule, ports: Sequence[RefPort]) -> list[str]:
     return drift
 
 
+#: Issue kind -> the feedback category the validators use for the same problem.
+_ISSUE_CATEGORY = {"unknown_module": "missing_module", "width": "width_mismatch"}
+
+
 def _issue_feedback(issue: PortIssue) -> Feedback:
-    return Feedback(category="unknown_module" if issue.kind == "unknown_module" else "interface",
-                    message=issue.message, file=issue.file, stage="decompose",
-                    hint=f"connect {issue.port!r} as .{issue.rename_to}(...)"
-                    if issue.rename_to else None)
+    feedback = make_feedback(_ISSUE_CATEGORY.get(issue.kind, "port_mismatch"), issue.message,
+                             stage="decompose", files={}, file=issue.file)
+    if issue.rename_to:
+        feedback = feedback.model_copy(
+            update={"hint": f"connect {issue.port!r} as .{issue.rename_to}(...)"})
+    return feedback
 
 
 def _render_issues(issues: Sequence[PortIssue]) -> str:
@@ -440,7 +447,8 @@ class _Run:
                 continue
             files, removed = assemble([*((b.name, texts[b.name]) for b in builds),
                                        (task.top, code)], task.top)
-            files, sync_fixes, issues = synchronise(files, ports, planned)
+            files, sync_fixes, issues = synchronise(files, ports, planned,
+                                                   support=task.support)
             top_text = next(f.content for f in files if f.name == f"{task.top}.v")
             build = ModuleBuild(name=task.top, file=f"{task.top}.v",
                                 header=render_header(task.top,
@@ -529,21 +537,22 @@ def assemble(answers: Sequence[tuple[str, str]], top: str
 
 
 def synchronise(files: Sequence[SourceFile], ports: Mapping[str, Sequence[RefPort]],
-                planned: Mapping[str, Sequence[str]]
+                planned: Mapping[str, Sequence[str]], *, support: Sequence[SourceFile] = ()
                 ) -> tuple[tuple[SourceFile, ...], list[str], list[PortIssue]]:
     """Apply the deterministic port fixes to ``files``; return them, the fixes and what is left.
 
-    ``ports`` are the sub-modules' real ports; helper modules declared in the files are checked
-    with theirs as well.
+    ``ports`` are the sub-modules' real ports; helper modules declared in the files (and in
+    the task's ``support`` files, which are compiled with the design) are checked with theirs.
     """
     texts = {f.name: f.content for f in files}
+    provided = frozenset(name for f in support for name in scan_modules(f.content).declared)
     known = dict(ports)
-    for text in texts.values():
+    for text in (*texts.values(), *(f.content for f in support)):
         for name in scan_modules(text).declared:
             if name not in known and (found := module_ports(text, name)) is not None:
                 known[name] = found
     fixes: list[str] = []
-    issues = check_instances(texts, known, planned=planned)
+    issues = check_instances(texts, known, planned=planned, provided=provided)
     by_file: dict[str, dict[tuple[str, str, str], str]] = {}
     for issue in issues:
         if issue.rename_to and issue.port:
@@ -558,6 +567,6 @@ def synchronise(files: Sequence[SourceFile], ports: Mapping[str, Sequence[RefPor
     if by_file:
         texts = {name: rename_connections(text, by_file.get(name, {}))
                  for name, text in texts.items()}
-        issues = check_instances(texts, known, planned=planned)
+        issues = check_instances(texts, known, planned=planned, provided=provided)
     return (tuple(SourceFile(name=f.name, content=texts[f.name]) for f in files), fixes,
             issues)

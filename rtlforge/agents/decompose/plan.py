@@ -26,6 +26,7 @@ from rtlforge.core.errors import DesignError
 from rtlforge.eda.modules import VERILOG_KEYWORDS
 
 __all__ = [
+    "MAX_ANSWER_CHARS",
     "MAX_MODULES",
     "MIN_MODULES",
     "DecompositionError",
@@ -39,6 +40,9 @@ __all__ = [
 MIN_MODULES = 4
 MAX_MODULES = 8
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Longest answer read for a plan, and how many opening brackets are tried per region.
+MAX_ANSWER_CHARS = 200_000
+_MAX_STARTS = 64
 _FENCE = re.compile(r"```[ \t]*([A-Za-z]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
 
@@ -118,24 +122,42 @@ class DecompositionPlan(_Plan):
 
 
 def _json_value(text: str) -> Any:
-    """The first JSON object or array of ``text``: a ```json fence first, else bare JSON."""
+    """The plan-shaped JSON of ``text``: a ```json fence first, else bare JSON in the text.
+
+    Tries at most :data:`_MAX_STARTS` opening brackets per region, so prose full of brackets
+    stays cheap; a value with a ``"modules"`` key (or a list of objects) wins over any other
+    JSON found first (``[7:0]`` in a sentence is no plan).
+    """
+    if len(text) > MAX_ANSWER_CHARS:
+        raise DecompositionError(f"the decomposition answer is longer than {MAX_ANSWER_CHARS} "
+                                 f"characters")
     fenced = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("json", "")]
     decoder = json.JSONDecoder()
-    last_error: json.JSONDecodeError | None = None
+    error: str | None = None
+    fallback: Any = None
     for region in (*fenced, text):
-        for start, char in enumerate(region):
-            if char not in "{[":
-                continue
+        starts = [i for i, char in enumerate(region) if char in "{["][:_MAX_STARTS]
+        for start in starts:
             try:
                 value, _ = decoder.raw_decode(region, start)
-            except json.JSONDecodeError as exc:
-                last_error = last_error or exc
+            except (ValueError, RecursionError) as exc:  # RecursionError: absurd nesting
+                error = error or str(exc)
                 continue
-            if isinstance(value, dict | list):
+            if _plan_shaped(value):
                 return value
-    if last_error is not None:
-        raise DecompositionError(f"the decomposition is not valid JSON: {last_error}")
+            if fallback is None and isinstance(value, dict | list):
+                fallback = value
+    if fallback is not None:
+        return fallback
+    if error is not None:
+        raise DecompositionError(f"the decomposition is not valid JSON: {error}")
     raise DecompositionError("the decomposition answer holds no JSON object")
+
+
+def _plan_shaped(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "modules" in value or "submodules" in value
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 def _errors(exc: ValidationError) -> str:

@@ -243,7 +243,12 @@ def instances(text: str, known: frozenset[str] | set[str]) -> list[Instance]:
                 continue
             j = i + 1
             if tokens[j].text == "#":
+                if j + 1 >= len(tokens) or tokens[j + 1].text != "(":
+                    i += 1
+                    continue
                 j = _close(tokens, j + 1) + 1
+                if j > len(tokens):  # unclosed: nothing after it can be an instance
+                    break
             if j >= len(tokens) or tokens[j].kind != "id" or tokens[j].text in VERILOG_KEYWORDS:
                 i += 1
                 continue
@@ -254,6 +259,8 @@ def instances(text: str, known: frozenset[str] | set[str]) -> list[Instance]:
                 i += 1
                 continue
             close = _close(tokens, j)
+            if close == len(tokens):
+                break
             if widths is None:
                 widths = signal_widths(tokens, ansi)
             found.append(Instance(parent, tok.text, name,
@@ -297,13 +304,15 @@ class PortIssue:
 
 def check_instances(
     files: Mapping[str, str], ports: Mapping[str, Sequence[RefPort]], *,
-    planned: Mapping[str, Sequence[str]] | None = None,
+    planned: Mapping[str, Sequence[str]] | None = None, provided: frozenset[str] = frozenset(),
 ) -> list[PortIssue]:
     """Every disagreement between the instantiations in ``files`` and the ``ports`` of the
     modules they instantiate; ``planned`` (module -> the plan's port names) lets an issue
-    carry a rename when the generated module renamed a planned port."""
+    carry a rename when the generated module renamed a planned port. ``provided`` names
+    modules defined elsewhere (the task's support files): never unknown."""
     issues: list[PortIssue] = []
     declared = {name for text in files.values() for name in scan_modules(text).declared}
+    declared |= provided
     for file, text in files.items():
         for missing in sorted(instantiated_modules(text) - declared):
             issues.append(PortIssue("unknown_module", file, "", missing, "",
