@@ -131,7 +131,8 @@ def test_parse_plan_prefers_the_plan_over_other_bracketed_text():
     assert parse_plan(text).names == ("m0", "m1", "m2", "m3")
 
 
-@pytest.mark.parametrize("text", ["[" * 200_000, "{" * 300, "[" * 5000 + "]" * 5000])
+@pytest.mark.parametrize("text", ["[" * 200_000, "{" * 300, "[" * 5000 + "]" * 5000, None,
+                                  "x" * 300_000])
 def test_parse_plan_survives_absurd_answers(text):
     with pytest.raises(DecompositionError):
         parse_plan(text)

@@ -226,7 +226,8 @@ class Decomposer:
         """Whether ``task``'s spec names at least ``threshold`` components."""
         return len(component_keywords(task.spec)) >= self.threshold
 
-    def __call__(self, task: Task, *, trace: Trace | None = None, **_: Any) -> Candidate | None:
+    def __call__(self, task: Task, *, trace: Trace | None = None) -> Candidate | None:
+        """The orchestrator's seam: the assembled candidate, or None when the build failed."""
         return self.build(task, trace=trace).candidate
 
     @property

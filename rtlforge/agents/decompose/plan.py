@@ -128,6 +128,9 @@ def _json_value(text: str) -> Any:
     stays cheap; a value with a ``"modules"`` key (or a list of objects) wins over any other
     JSON found first (``[7:0]`` in a sentence is no plan).
     """
+    if not isinstance(text, str):
+        raise DecompositionError(f"the decomposition answer must be text, not "
+                                 f"{type(text).__name__}")
     if len(text) > MAX_ANSWER_CHARS:
         raise DecompositionError(f"the decomposition answer is longer than {MAX_ANSWER_CHARS} "
                                  f"characters")
