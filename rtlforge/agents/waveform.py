@@ -6,7 +6,8 @@ value" than from "Mismatches: 12 in 100 samples". :func:`mismatch_window` draws 
 a VCD; :func:`failing_window` runs a (task, candidate) with the simulation stage dumping one
 (Icarus' ``wave=True``, as ``rtlforge validate --wave`` does) and draws it.
 
-A row is a time step of the dump: the values as they stood at the end of one time stamp. The
+A row is a time step of the dump: the values as they stood at the end of one time stamp (stamps
+where no shown signal changed, only a counter or a time variable, make no row). The
 row of the first mismatch is the state "just before" the reported time, as
 :func:`rtlforge.eda.vcd.snapshot` reads it (a check on a clock edge sees the values from before
 that edge's updates). Columns: the testbench scope's inputs, then per checked output its
@@ -139,6 +140,10 @@ def _mismatch_fs(check: Mismatch, time_unit: str | None, timescale_fs: int) -> i
     return int(found[1]) * (unit or timescale_fs)
 
 
+def _is_bare(time: str | None) -> bool:
+    return time is not None and time.strip().isdigit()
+
+
 def _time_text(times_fs: list[int]) -> list[str]:
     """Times in the largest unit that writes them all as whole numbers (``35ns``)."""
     for unit in _UNITS:
@@ -221,18 +226,23 @@ def draw_window(vcd_text: str, first_mismatch: Mismatch, *, before: int = 3, aft
     stamp: int | None = None
     later = 0  # closed rows at or after the mismatch's time
 
-    def close() -> None:
-        if stamp is not None:
-            stamps.append(stamp)
-            states.append({s.name: s.value for s in ordered})
+    def close() -> bool:
+        """Record the time stamp just ended as a row, unless no shown signal changed."""
+        if stamp is None:
+            return False
+        state = {s.name: s.value for s in ordered}
+        if states and states[-1] == state:
+            return False
+        stamps.append(stamp)
+        states.append(state)
+        return True
 
     n = len(tokens)
     while pos < n and later <= after:
         tok = tokens[pos]
         pos += 1
         if tok.startswith("#"):
-            close()
-            if stamp is not None and stamp >= target:
+            if close() and stamp is not None and stamp >= target:
                 later += 1
             stamp = int(tok[1:]) if tok[1:].isdigit() else (stamp or 0)
         elif tok[0] in "bBrR" and pos < n:
@@ -250,6 +260,11 @@ def draw_window(vcd_text: str, first_mismatch: Mismatch, *, before: int = 3, aft
         return Window(reason="the dump has no value changes")
     if stamps[-1] < target and (cut or _TRUNCATED in text):
         return Window(reason="the dump was cut at its size cap before the first mismatch")
+    if stamps[-1] < target and time_unit is not None and _is_bare(first_mismatch.time):
+        # a bare time is ambiguous: $time prints in the timescale unit, %t in its precision;
+        # past the end of a complete dump in the unit, it was the precision (the dump's unit)
+        return draw_window(vcd_text, first_mismatch, before=before, after=after, scope=scope,
+                           time_unit=None, inputs=inputs, outputs=outputs, max_bytes=max_bytes)
     before_target = sum(1 for t in stamps if t < target)
     hit = max(0, before_target - 1)  # the state just before the reported time
     first, last = max(0, hit - before), min(len(stamps), hit + after + 1)
