@@ -27,6 +27,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from rtlforge.agents.roles.interface import interface_ports
 from rtlforge.core.models import Candidate, Mismatch, Task, ValidationReport, Verdict
 from rtlforge.eda.mismatches import timescale_unit
 from rtlforge.eda.modules import top_modules
@@ -317,7 +318,7 @@ def window_from_report(task: Task, report: ValidationReport, **options: int) -> 
         return Window(reason="the testbench reported no failing check with a time")
     dump = next(f.content for f in stage.files if f.name == WAVE_NAME)
     unit = next((u for f in task.testbench if (u := timescale_unit(f.content))), None)
-    ports = task.ports
+    ports = interface_ports(task)  # VerilogEval states them only in the spec
     return draw_window(dump, check, scope=_testbench_scope(task), time_unit=unit,
                        inputs=[p.name for p in ports if p.direction == "input"],
                        outputs=[p.name for p in ports if p.direction == "output"], **options)
