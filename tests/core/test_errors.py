@@ -73,6 +73,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.plugins.estimators.ppa:PPATimeoutError": DESIGN,  # like a ``timeout`` verdict
     "rtlforge.rewards.ast:TreeTooLarge": DESIGN,
     "rtlforge.agents.decompose.plan:DecompositionError": DESIGN,  # the model's plan is unusable
+    "rtlforge.agents.testbench:TestbenchError": DESIGN,  # the model wrote no usable testbench
     # the caller's setup
     "rtlforge.core.errors:TaskFormatError": CONFIG,
     "rtlforge.core.errors:PluginError": CONFIG,
@@ -84,6 +85,8 @@ BRANCH: dict[str, str] = {
     "rtlforge.trainers.base:TrainerConfigError": CONFIG,
     "rtlforge.trainers.base:CheckpointError": CONFIG,  # a path to a wrong or partial checkpoint
     "rtlforge.agents.base:RoleTemplateError": CONFIG,
+    "rtlforge.agents.testbench:RealTestbenchError": CONFIG,  # asked to replace a real testbench
+    "rtlforge.agents.config:AgentsFileError": CONFIG,
 }
 #: Abstract bases: on no branch themselves (their subclasses are).
 BASES = {"rtlforge.core.errors:InfraError", "rtlforge.core.errors:DesignError",
@@ -95,6 +98,8 @@ KEPT_BASES: dict[str, type[BaseException]] = {
     "rtlforge.pareto.hypervolume:InvalidObjectivesError": ValueError,
     "rtlforge.trainers.base:TrainerConfigError": ValueError,
     "rtlforge.agents.base:RoleTemplateError": ValueError,
+    "rtlforge.agents.testbench:RealTestbenchError": ValueError,
+    "rtlforge.agents.config:AgentsFileError": ValueError,
     "rtlforge.agents.decompose.plan:DecompositionError": ValueError,
     "rtlforge.generation.local:ExtraMissingError": ToolMissingError,
     "rtlforge.generation.local:ModelLoadError":
