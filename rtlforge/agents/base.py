@@ -114,6 +114,11 @@ class RoleTemplate:
             raise RoleTemplateError(f"no bundled role template {str(name_or_path)!r}")
         return cls.from_toml(bundled.read_text(encoding="utf-8"), origin=f"{name_or_path}.toml")
 
+    def uses(self, name: str) -> bool:
+        """Whether the system or user text shows the field ``name``."""
+        return any(f == name for text in (self.user, self.system or "")
+                   for _, f, _, _ in string.Formatter().parse(text))
+
     def render(self, values: Mapping[str, object]) -> tuple[str | None, str]:
         """``(system, user)`` with every field filled (missing fields render as "")."""
         full = {name: values.get(name, "") for name in ROLE_FIELDS}

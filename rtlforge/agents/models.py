@@ -9,7 +9,7 @@ anything. They are pydantic models because they cross boundaries: JSONL files, t
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -162,6 +162,9 @@ class SolveResult(_Frozen):
     candidate: Candidate | None = None  # the best candidate (the passing one when solved)
     report: ValidationReport | None = None  # its validation report
     error: str | None = None  # an infrastructure failure that stopped the task (verdict error)
+    #: Whose testbench gave the verdict: the task's own, one the testbench agent wrote (the
+    #: task had none), or none at all (lint and synthesis only).
+    judge: Literal["real", "generated", "none"] = "real"
 
     @property
     def passed(self) -> bool:

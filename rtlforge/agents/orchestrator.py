@@ -92,6 +92,12 @@ log = get_logger("rtlforge.agents.orchestrator")
 #: The role used when the host registers no routed role at all (no router call is made then).
 GENERIC_ROLE = "generic"
 OPTIMIZE_ROLE = "optimize"
+TESTBENCH_ROLE = "testbench"
+#: Sampling for the decomposition's plan and module calls (structured output: low temperature).
+DECOMPOSE_TEMPERATURE = 0.3
+DECOMPOSE_MAX_TOKENS = 4096
+#: How many times the testbench role is asked before the task goes on without a testbench.
+TESTBENCH_ATTEMPTS = 2
 
 _VERDICT_RANK = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.TIMEOUT: 2, Verdict.ERROR: 3,
                  Verdict.INFRA_ERROR: 4}
@@ -158,6 +164,10 @@ class _Run:
     best: Scored | None = None
     solved_by: Tier | None = None
     order: int = 0
+    judge: str = "real"
+    #: LLM use outside the iterations (writing a testbench): added to the task's totals.
+    extra_calls: int = 0
+    extra_tokens: int = 0
 
 
 class Orchestrator:
@@ -187,9 +197,12 @@ class Orchestrator:
     guidance:
         Called once per task before anything else as ``guidance(task)``; returns the enriched
         spec (what every prompt shows) and the names of the guidance applied (recorded in the
-        Analysis event). None: the task's spec as is.
+        Analysis event). True (the default): the spec-guidance registry
+        (:mod:`rtlforge.agents.guidance`); None or False: the task's spec as is.
     decomposer:
-        Called once per task after the symbolic tier, with keyword arguments ``task``,
+        True (the default): :class:`~rtlforge.agents.decompose.Decomposer` on the run's
+        generator and pipeline, for specs it judges complex; None or False: never. A callable
+        is called once per task after the symbolic tier, with keyword arguments ``task``,
         ``spec`` (enriched), ``generator`` (the default Generator), ``trace`` (the task's
         :class:`Trace`, to emit its own events) and ``host``; returns the assembled top as a
         Candidate (validated here; a pass ends the task, tier ``decomposition``) or None when
@@ -198,7 +211,14 @@ class Orchestrator:
     waveform:
         Called before an agent call whose input candidate failed in simulation, as
         ``waveform(task, candidate, report)``; returns a textual waveform window around the
-        first mismatch for the prompt's ``{waveform}`` field ("" for none).
+        first mismatch for the prompt's ``{waveform}`` field ("" for none). True (the default):
+        :func:`~rtlforge.agents.waveform.failing_window` (one more simulation with a dump),
+        only for roles whose template shows ``{waveform}``; None or False: never.
+    testbench:
+        For a task without a testbench, ask the ``testbench`` role for one first (checked by
+        :func:`~rtlforge.agents.testbench.check_generated_testbench`, one retry with its
+        problems); the result's ``judge`` then says ``generated``. A task's own testbench is
+        never replaced.
     run_dir:
         Writes ``run_dir/traces/<task id>.jsonl`` and appends ``run_dir/decisions.jsonl``.
     sinks:
@@ -218,9 +238,10 @@ class Orchestrator:
                  max_iterations: int = 5, candidates: int = 1, keep: int = 2,
                  symbolic: bool = True, optimize: bool = False,
                  retriever: Retriever | str | None = "keyword",
-                 guidance: Guidance | None = None,
-                 decomposer: Decomposer | None = None,
-                 waveform: Waveform | None = None,
+                 guidance: Guidance | bool | None = True,
+                 decomposer: Decomposer | bool | None = True,
+                 waveform: Waveform | bool | None = True,
+                 testbench: bool = True,
                  run_dir: Path | None = None,
                  sinks: Sequence[TraceSink] = (), seed: int = 0,
                  estimator: PPAEstimator | str | None = None) -> None:
@@ -233,9 +254,13 @@ class Orchestrator:
         self.candidates = candidates
         self.keep = keep
         self.optimize = optimize
-        self.guidance = guidance
-        self.decomposer = decomposer
-        self.waveform = waveform
+        self.guidance: Guidance | None = (
+            guidance if callable(guidance) else self._builtin_guidance() if guidance else None)
+        self.decomposer: Decomposer | None = (
+            decomposer if callable(decomposer) else self._decompose if decomposer else None)
+        self.waveform: Waveform | None = (
+            waveform if callable(waveform) else self._waveform_window if waveform else None)
+        self.testbench = testbench
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.sinks = tuple(sinks)
         self.seed = seed
@@ -254,7 +279,8 @@ class Orchestrator:
         self.roles = self._build_roles(roles or {})
         self.routed = tuple(name for name, role in self.roles.items() if role.routed)
         self.specialists = tuple(role for role in self.roles.values() if not role.routed
-                                 and role.name not in (OPTIMIZE_ROLE, GENERIC_ROLE))
+                                 and role.name not in (OPTIMIZE_ROLE, GENERIC_ROLE,
+                                                       TESTBENCH_ROLE))
         self.router: Router | None = None
         if self.routed:
             self.router = (self.host.create("router", router) if isinstance(router, str)
@@ -378,14 +404,14 @@ class Orchestrator:
             verdict = Verdict.ERROR
         return SolveResult(
             task_id=run.task.id, verdict=verdict, iterations=len(run.records),
-            llm_calls=sum(r.llm_calls for r in run.records),
-            tokens=sum(r.tokens for r in run.records),
+            llm_calls=run.extra_calls + sum(r.llm_calls for r in run.records),
+            tokens=run.extra_tokens + sum(r.tokens for r in run.records),
             agents=tuple(r.agent for r in run.records),
             tiers=tuple(r.tier for r in run.records),
             solved_by=run.solved_by if verdict is Verdict.PASS else None,
             trace=str(trace_path) if trace_path is not None else None, seconds=seconds,
             records=tuple(run.records), candidate=best.candidate if best else None,
-            report=best.report if best else None, error=error)
+            report=best.report if best else None, error=error, judge=run.judge)
 
     def _solve(self, run: _Run) -> None:
         task, trace = run.task, run.trace
@@ -402,6 +428,10 @@ class Orchestrator:
                          "specialist": specialist[0].name if specialist else None,
                          "routed_agents": list(self.routed), "ports": len(task.ports),
                          "has_testbench": bool(task.testbench)})
+        if not task.testbench and task.cocotb_module is None:
+            run.judge = "none"
+            if self.testbench and TESTBENCH_ROLE in self.roles:
+                self._generate_testbench(run)
         if self._symbolic is not None and self._symbolic_tier(run):
             return
         if self.decomposer is not None and self._decomposition_tier(run):
@@ -422,6 +452,110 @@ class Orchestrator:
             if reason:
                 return role, reason
         return None
+
+    # ------------------------------------------------------------------ built-in seams
+
+    def _builtin_guidance(self) -> Guidance | None:
+        return None
+
+    def _waveform_window(self, task: Task, candidate: Candidate, report: ValidationReport
+                         ) -> str:
+        from rtlforge.agents.waveform import failing_window, window_from_report
+
+        window = window_from_report(task, report)
+        if not window.text:
+            window = failing_window(task, candidate, self.pipeline)
+        if not window.text:
+            log.debug("no_waveform_window", task=task.id, reason=window.reason)
+        return window.text
+
+    def _decompose(self, *, task: Task, spec: str, generator: Generator, trace: Trace,
+                   host: PluginHost) -> Candidate | None:
+        """The built-in decomposer seam: a :class:`Decomposer` on this run's generator."""
+        from rtlforge.agents.decompose import Decomposer, is_complex
+
+        if not is_complex(spec):
+            return None
+
+        def call_llm(system: str | None, prompt: str, *, purpose: str) -> str:
+            request = GenerationRequest(prompt=prompt, system=system, task=task,
+                                        request_id=f"{task.id}:{purpose}",
+                                        metadata={"agent": "decompose", "purpose": purpose})
+            answers = generator.generate([request], SamplingParams(
+                n=1, temperature=DECOMPOSE_TEMPERATURE, max_tokens=DECOMPOSE_MAX_TOKENS,
+                seed=self.seed))
+            if not answers or not answers[0]:
+                raise _TaskStopped(f"generator returned no answer for {purpose}")
+            return answers[0][0].text
+
+        decomposer = Decomposer(call_llm, host=host, pipeline=self.pipeline)
+        enriched = task.model_copy(update={"spec": spec})
+        return decomposer(enriched, trace=trace)
+
+    def _generate_testbench(self, run: _Run) -> None:
+        """Ask the testbench role for a testbench; on success the task is judged by it."""
+        from rtlforge.agents.testbench import (
+            TestbenchError,
+            check_generated_testbench,
+            generated_testbench_task,
+        )
+
+        role = self.roles[TESTBENCH_ROLE]
+        generator = self.generator_for(role)
+        action = AgentAction(agent=role.name, focus=role.settings.focus,
+                             reason="the task has no testbench")
+        feedback = ""
+        for attempt in range(TESTBENCH_ATTEMPTS):
+            ctx = AgentContext(task=run.task, spec=run.spec, action=action, iteration=attempt,
+                               max_iterations=TESTBENCH_ATTEMPTS, feedback=feedback)
+            request = role.build_request(ctx, request_id=f"{run.task.id}:testbench:{attempt}")
+            answers = self._call(run, generator, request, role.sampling(action, seed=self.seed),
+                                 agent=role.name, index=attempt)
+            if not answers:
+                raise _TaskStopped(f"generator {getattr(generator, 'name', '?')} wrote no "
+                                   f"testbench")
+            try:
+                judged = generated_testbench_task(run.task, answers[0].text)
+            except TestbenchError as exc:
+                problems: tuple[str, ...] = (str(exc),)
+            else:
+                check = check_generated_testbench(judged, judged.testbench[0].content)
+                problems = check.problems
+                if check.ok:
+                    run.task, run.judge = judged, "generated"
+                    run.trace.emit(ThoughtKind.PROPOSAL,
+                                   f"testbench agent wrote a testbench ({check.scenarios} "
+                                   f"scenarios); it judges this task, which has none",
+                                   agent=role.name, confidence=0.5,
+                                   data={"attempt": attempt, "scenarios": check.scenarios})
+                    return
+            feedback = ("Your testbench cannot be used yet:\n"
+                        + "\n".join(f"- {p}" for p in problems))
+            run.trace.emit(ThoughtKind.BOTTLENECK, f"generated testbench refused: {problems[0]}",
+                           agent=role.name, evidence=problems[:5], data={"attempt": attempt})
+        run.trace.emit(ThoughtKind.ANALYSIS, "no usable testbench; validating without one "
+                       "(lint and synthesis only)", agent=role.name)
+
+    def _call(self, run: _Run, generator: Generator, request: GenerationRequest,
+              params: SamplingParams, *, agent: str, index: int) -> list[Generation]:
+        """One generator call outside the iterations, counted in the task's totals."""
+        try:
+            answers = generator.generate([request], params)
+        except Exception as exc:
+            message = (f"generator {getattr(generator, 'name', '?')} failed: "
+                       f"{type(exc).__name__}: {exc}")
+            run.trace.emit(ThoughtKind.ERROR, message, agent=agent,
+                           data={"error": message, "infra": isinstance(exc, InfraError)})
+            raise _TaskStopped(message) from exc
+        got = answers[0] if answers else []
+        used_in, used_out = _usage(got)
+        run.extra_calls += 1
+        run.extra_tokens += used_in + used_out
+        run.trace.emit(ThoughtKind.GENERATION, f"{agent} answered ({len(got)} sample(s))",
+                       agent=agent, data={"request_id": request.request_id, "samples": len(got),
+                                          "attempt": index, "prompt_tokens": used_in,
+                                          "completion_tokens": used_out})
+        return got
 
     # ------------------------------------------------------------------ tiers
 
@@ -626,7 +760,10 @@ class Orchestrator:
                 delay = (f", critical path {source.delay_ns:.3f} ns"
                          if source.delay_ns is not None else "")
                 feedback += f"\nSynthesis: {source.cells} cells{delay}."
-            if (self.waveform is not None and source.report.verdict is Verdict.FAIL):
+            role = self.roles.get(action.agent)
+            shows_wave = role is None or role.template.uses("waveform")
+            if (self.waveform is not None and shows_wave
+                    and source.report.verdict is Verdict.FAIL):
                 wave = self.waveform(run.task, source.candidate, source.report)
         return AgentContext(task=run.task, spec=run.spec, action=action, iteration=index,
                             max_iterations=self.max_iterations, feedback=feedback, code=code,
