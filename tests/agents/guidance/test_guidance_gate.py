@@ -92,7 +92,7 @@ def synthetic(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def test_training_learns_which_configuration_passes_for_a_feature_pattern() -> None:
     rng = np.random.default_rng(7)
-    xs = synthetic(rng, 1200)
+    xs = synthetic(rng, 800)
     records = []
     for x in xs:
         tried = int(rng.integers(6))  # each spec was tried with one random configuration
@@ -100,7 +100,7 @@ def test_training_learns_which_configuration_passes_for_a_feature_pattern() -> N
         records.append(GateRecord(features=tuple(x), config=NAMES[tried],
                                   passed=bool(rng.random() < p_pass)))
     gate = GuidanceGate(seed=0)
-    losses = gate.fit(records, epochs=200)
+    losses = gate.fit(records, epochs=120)
     assert gate.trained and losses[-1] < losses[0] - 0.2
     held_out = synthetic(rng, 400)
     scores = gate.forward(held_out)
