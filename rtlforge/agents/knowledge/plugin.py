@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rtlforge.agents.knowledge import hookspecs
 from rtlforge.agents.knowledge.base import RETRIEVER_KIND
+from rtlforge.agents.knowledge.embedding import EmbeddingRetriever
 from rtlforge.agents.knowledge.retrieval import BM25Retriever, KeywordRetriever
 from rtlforge.core.hookspecs import Register, hookimpl
 
@@ -30,3 +31,4 @@ def register_plugin_kinds(register: Register) -> None:
 def register_retrievers(register: Register) -> None:
     register(KeywordRetriever)
     register(BM25Retriever)  # registered even without bm25s: building it says what is missing
+    register(EmbeddingRetriever)  # likewise without the embeddings extra

@@ -10,7 +10,7 @@ Both share one tokeniser and one focus rule, so they differ only in how they sco
   themselves are the strategy's, untouched by focus.
 - Entries scoring 0 are not hits.
 
-Embeddings are out of scope for now (see docs/knowledge.md).
+Embedding similarity is a third strategy, in :mod:`.embedding` (optional extra).
 """
 
 from __future__ import annotations

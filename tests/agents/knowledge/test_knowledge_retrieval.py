@@ -132,7 +132,7 @@ def test_a_third_party_retriever_registers_through_the_hook(order: str) -> None:
         plugins.reverse()
     host = PluginHost(load_entrypoints=False, plugins=plugins)
     assert host.failures == {}
-    assert host.names("retriever") == ["bm25", "exact-title", "keyword"]
+    assert host.names("retriever") == ["bm25", "embedding", "exact-title", "keyword"]
     found = host.create("retriever", "exact-title", entries=FIXTURE).retrieve("counter")
     assert [h.entry.id for h in found] == ["counter"]
     keyword = host.create("retriever", "keyword", entries=FIXTURE)
