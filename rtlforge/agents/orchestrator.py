@@ -456,7 +456,13 @@ class Orchestrator:
     # ------------------------------------------------------------------ built-in seams
 
     def _builtin_guidance(self) -> Guidance | None:
-        return None
+        """The spec-guidance registry's seam, when the host has its detectors."""
+        from rtlforge.agents.guidance.registry import guidance_seam
+
+        if "guidance_detector" not in {kind.name for kind in self.host.kinds()}:
+            log.debug("no_guidance", reason="the guidance plugin is not loaded")
+            return None
+        return guidance_seam(self.host)
 
     def _waveform_window(self, task: Task, candidate: Candidate, report: ValidationReport
                          ) -> str:
@@ -474,7 +480,7 @@ class Orchestrator:
         """The built-in decomposer seam: a :class:`Decomposer` on this run's generator."""
         from rtlforge.agents.decompose import Decomposer, is_complex
 
-        if not is_complex(spec):
+        if not is_complex(task.spec):  # the task's own words: guidance text adds keywords
             return None
 
         def call_llm(system: str | None, prompt: str, *, purpose: str) -> str:

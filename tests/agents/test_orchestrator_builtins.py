@@ -10,6 +10,7 @@ import pytest
 
 from rtlforge.agents import plugin as agents_plugin
 from rtlforge.agents.base import Router
+from rtlforge.agents.guidance import plugin as guidance_plugin
 from rtlforge.agents.knowledge import plugin as knowledge_plugin
 from rtlforge.agents.models import AgentAction, RouterContext
 from rtlforge.agents.orchestrator import Orchestrator
@@ -77,7 +78,7 @@ class _Routers:
 
 def _host() -> Any:
     return make_plugin_host(iverilog, symbolic, scripted, knowledge_plugin, agents_plugin,
-                            ("test_routers", _Routers()))
+                            guidance_plugin, ("test_routers", _Routers()))
 
 
 @pytest.mark.tools
@@ -126,3 +127,16 @@ def test_the_builtin_roles_and_seams_are_wired_by_default() -> None:
         # the debug role shows waveform windows; the fast role's template does not
         assert orch.roles["debug"].template.uses("waveform")
         assert not orch.roles["fast"].template.uses("waveform")
+
+
+def test_guidance_enriches_the_spec_once_at_the_top_of_the_loop(tmp_path: Any) -> None:
+    task = AND_TASK.model_copy(update={
+        "id": "fifo", "spec": "A synchronous FIFO with full and empty flags."})
+    with Orchestrator(generator=ScriptedGenerator(script={"fifo": {"*": ["no design"]}}),
+                      host=_host(), router="always-fast", symbolic=False, testbench=False,
+                      max_iterations=1, run_dir=tmp_path) as orch:
+        result = orch.solve(task)
+        spec, applied = orch.guidance(task)
+    assert "fifo" in applied and spec.startswith(task.spec) and len(spec) > len(task.spec)
+    analysis = orch_events(result)[0]
+    assert analysis.kind is ThoughtKind.ANALYSIS and analysis.data["guidance"] == list(applied)
