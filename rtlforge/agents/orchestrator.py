@@ -184,8 +184,9 @@ class Orchestrator:
         (default :meth:`PluginHost.default`).
     pipeline:
         Validation (default ``Pipeline.build(host=host)``).
-    roles:
-        Per-role :class:`RoleSettings` overrides (an agents file), by role name.
+    roles / enabled_roles:
+        Per-role :class:`RoleSettings` overrides (an agents file), by role name; the roles
+        to use (None: every registered one).
     router:
         An instance, or a router plugin name.
     max_iterations / candidates / keep:
@@ -234,6 +235,7 @@ class Orchestrator:
                  generator_options: Mapping[str, Any] | None = None,
                  pipeline: Pipeline | None = None,
                  roles: Mapping[str, Mapping[str, Any]] | None = None,
+                 enabled_roles: Sequence[str] | None = None,
                  router: Router | str = "heuristic",
                  max_iterations: int = 5, candidates: int = 1, keep: int = 2,
                  symbolic: bool = True, optimize: bool = False,
@@ -276,7 +278,7 @@ class Orchestrator:
             self._owned.append(self._symbolic)
         self.pipeline = pipeline if pipeline is not None else Pipeline.build(host=self.host)
         self._stage_labels = {v.name: v.stage for v in self.pipeline.validators}
-        self.roles = self._build_roles(roles or {})
+        self.roles = self._build_roles(roles or {}, enabled_roles)
         self.routed = tuple(name for name, role in self.roles.items() if role.routed)
         self.specialists = tuple(role for role in self.roles.values() if not role.routed
                                  and role.name not in (OPTIMIZE_ROLE, GENERIC_ROLE,
@@ -300,12 +302,15 @@ class Orchestrator:
             self._owned.append(made)
         return self._generators[key]
 
-    def _build_roles(self, overrides: Mapping[str, Mapping[str, Any]]) -> dict[str, AgentRole]:
+    def _build_roles(self, overrides: Mapping[str, Mapping[str, Any]],
+                     enabled: Sequence[str] | None) -> dict[str, AgentRole]:
         names = self.host.names("agent_role")
-        unknown = sorted(set(overrides) - set(names) - {GENERIC_ROLE})
+        unknown = sorted((set(overrides) | set(enabled or ())) - set(names) - {GENERIC_ROLE})
         if unknown:
             raise ConfigError(f"agents file names unknown role(s) {unknown}; registered: "
                               f"{names}")
+        if enabled is not None:
+            names = [name for name in names if name in set(enabled)]
         roles: dict[str, AgentRole] = {
             name: self.host.create("agent_role", name, **dict(overrides.get(name, {})))
             for name in names}
