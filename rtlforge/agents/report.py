@@ -170,11 +170,10 @@ def _decisions_html(decisions: Sequence[Mapping[str, Any]]) -> str:
 
 def _trace_html(events: Sequence[ThoughtEvent], href: str) -> str:
     if not events:
-        return f'<h4>Trace</h4><p class="note">no trace recorded (<a href="{_esc(href)}">' \
-               "file</a>)</p>"
+        return '<h4>Trace</h4><p class="note">no trace recorded</p>'
     start = events[0].timestamp
     shown = events[:MAX_TRACE_EVENTS]
-    rows = [[_fmt(e.timestamp - start, 3), _esc(e.kind.value),
+    rows = [[f"{e.timestamp - start:.3f}", _esc(e.kind.value),
              _esc("–" if e.iteration is None else e.iteration + 1), _esc(e.agent or "–"),
              _fmt(e.confidence, 2), _esc(_cut(e.message, _MAX_MESSAGE_CHARS))
              + ("".join(f"<br>· {_esc(_cut(x, _MAX_MESSAGE_CHARS))}" for x in e.evidence))]

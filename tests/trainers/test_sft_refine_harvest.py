@@ -58,7 +58,7 @@ def test_refine_run_without_results_is_an_infra_error(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     data = TrajectoryData(kind="trajectories", tasks=str(TASKS),
                           refine_runs=(str(tmp_path / "empty"),))
-    with pytest.raises(TrainerInfraError, match="no results.jsonl"):
+    with pytest.raises(TrainerInfraError, match=r"no results\.jsonl"):
         harvest(data)
 
 
