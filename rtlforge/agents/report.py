@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from rtlforge.agents.models import SolveResult, Tier
+from rtlforge.agents.run import trace_path
 from rtlforge.agents.trace import ThoughtEvent, read_trace
 from rtlforge.evaluation.report import _CSS, _esc, _fmt, _table, line_svg
 
@@ -47,11 +48,11 @@ def _verdict(value: str) -> str:
 
 
 def _trace_href(task_id: str) -> str:
-    return "traces/" + quote(f"{task_id}.jsonl")
+    return "traces/" + quote(trace_path(".", task_id).name)
 
 
 def _trace_events(run_dir: Path, result: SolveResult) -> list[ThoughtEvent]:
-    for path in (run_dir / "traces" / f"{result.task_id}.jsonl",
+    for path in (trace_path(run_dir, result.task_id),
                  Path(result.trace) if result.trace else None):
         if path is not None and path.is_file():
             return list(read_trace(path))

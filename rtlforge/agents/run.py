@@ -31,7 +31,7 @@ from rtlforge.core.models import Task, Verdict
 from rtlforge.explore.settings import RunSettingsMismatch, differences, redact
 
 __all__ = ["RUN_FILES", "SETTINGS_VERSION", "RefineRun", "RunSettingsMismatch",
-           "refine_settings", "summarise_results", "task_digest"]
+           "refine_settings", "summarise_results", "task_digest", "trace_path"]
 
 log = get_logger("rtlforge.agents.run")
 
@@ -39,6 +39,13 @@ SETTINGS_VERSION = 1
 #: What refine writes in a run directory (and all that ``overwrite`` deletes).
 RUN_FILES = ("settings.json", "results.jsonl", "decisions.jsonl", "summary.json", "report.html",
              "traces")
+
+
+def trace_path(run_dir: str | Path, task_id: str) -> Path:
+    """Where the orchestrator writes a task's trace: ``traces/<id>.jsonl`` with every character
+    but letters, digits and ``._-`` replaced by ``_`` (its rule; a test holds the two equal)."""
+    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in task_id) or "task"
+    return Path(run_dir) / "traces" / f"{stem}.jsonl"
 
 
 def task_digest(task: Task) -> str:
@@ -118,7 +125,7 @@ class RefineRun:
         self.traces_dir = self.run_dir / "traces"
 
     def trace_path(self, task_id: str) -> Path:
-        return self.traces_dir / f"{task_id}.jsonl"
+        return trace_path(self.run_dir, task_id)
 
     def _has_results(self) -> bool:
         return self.settings_path.exists() or self.results_path.exists()
@@ -184,12 +191,10 @@ class RefineRun:
         tmp.replace(self.results_path)
 
     def _drop_unfinished(self, done: Mapping[str, SolveResult]) -> None:
+        keep = {self.trace_path(tid).name for tid in done}
         for path in self.traces_dir.glob("*.jsonl"):
-            if path.name.removesuffix(".jsonl") not in done:
+            if path.name not in keep:
                 path.unlink()
-        for tid in self.settings.get("tasks", {}):
-            if tid not in done:  # an id with a "/" lives in a subfolder of traces/
-                self.trace_path(tid).unlink(missing_ok=True)
         if self.decisions_path.exists():
             kept = [d for d in _json_lines(self.decisions_path) if d.get("task_id") in done]
             dropped = sum(1 for _ in _json_lines(self.decisions_path)) - len(kept)

@@ -25,6 +25,7 @@ from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.models import Verdict
 from rtlforge.core.plugins import PluginHost
+from rtlforge.plugins.generators import scripted
 from rtlforge.testing.builders import make_candidate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ PICK = ("--task", "mux4", "--task", "add8_carry", "--task", "cmp8s")
 
 
 class _Router(Router):
-    name: ClassVar[str] = "heuristic"
+    name: ClassVar[str] = "fixed"
 
     def __init__(self, path: str | None = None) -> None:
         self.path = path
@@ -43,7 +44,7 @@ class _Router(Router):
 
 
 class _Learned(_Router):
-    name: ClassVar[str] = "ppo"
+    name: ClassVar[str] = "learned"
 
     def __init__(self, path: str) -> None:
         if not Path(path).is_file():
@@ -107,15 +108,17 @@ class FakeOrchestrator:
 
 
 @pytest.fixture(autouse=True)
-def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stand-in orchestrator, and routers on the CLI's host (the built-in routers are
-    another part of the package)."""
+def _setup(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """Test routers on the CLI's host (the built-in ones are another part of the package),
+    the scripted generator, and the stand-in orchestrator except for tool-backed tests, which
+    run the real loop."""
     import rtlforge.agents.cli as refine_cli
     import rtlforge.cli as cli_module
 
     module = types.ModuleType("rtlforge.agents.orchestrator")
     module.Orchestrator = FakeOrchestrator  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rtlforge.agents.orchestrator", module)
+    if request.node.get_closest_marker("tools") is None:
+        monkeypatch.setitem(sys.modules, "rtlforge.agents.orchestrator", module)
     monkeypatch.setattr(FakeOrchestrator, "script", {})
     monkeypatch.setattr(FakeOrchestrator, "made", [])
     monkeypatch.setattr(FakeOrchestrator, "solved", [])
@@ -124,8 +127,10 @@ def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def host() -> PluginHost:
         h = base()
-        if "ppo" not in h.names("router"):
+        if "learned" not in h.names("router"):
             h.add_plugin(_Routers(), name="test-routers")
+        if "scripted" not in h.names("generator"):  # entry points installed before it existed
+            h.add_plugin(scripted, name="scripted")
         return h
 
     monkeypatch.setattr(cli_module, "current_host", host)
@@ -133,7 +138,8 @@ def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _refine(run_dir: Path, *args: str) -> Any:
     return CliRunner().invoke(cli, ["refine", "--tasks", str(TASKS), *PICK, "--generator",
-                                    "symbolic", "--run-dir", str(run_dir), *args])
+                                    "symbolic", "--router", "fixed", "--run-dir", str(run_dir),
+                                    *args])
 
 
 def _lines(result: Any) -> list[dict[str, Any]]:
@@ -218,19 +224,19 @@ def test_infrastructure_failure_of_the_run_exits_3_and_keeps_what_finished(tmp_p
 def test_learned_router_gets_its_path(tmp_path: Path) -> None:
     ckpt = tmp_path / "router.pt"
     ckpt.write_bytes(b"weights")
-    result = _refine(tmp_path / "run", "--json", "--router", f"ppo:{ckpt}")
+    result = _refine(tmp_path / "run", "--json", "--router", f"learned:{ckpt}")
     assert result.exit_code == 0, result.output
     router = FakeOrchestrator.made[0]["router"]
     assert isinstance(router, _Learned) and router.path == str(ckpt)
     settings = json.loads((tmp_path / "run" / "settings.json").read_text())
-    assert settings["router"]["name"] == "ppo" and settings["router"]["file_digest"]
+    assert settings["router"]["name"] == "learned" and settings["router"]["file_digest"]
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--task", "nope"), "unknown task ids: nope"),
     (("--router", "nosuch"), "no router named 'nosuch'"),
-    (("--router", "ppo:"), "expected NAME or NAME:PATH"),
-    (("--router", "ppo:/no/such/file"), "no checkpoint at /no/such/file"),
+    (("--router", "learned:"), "expected NAME or NAME:PATH"),
+    (("--router", "learned:/no/such/file"), "no checkpoint at /no/such/file"),
     (("--generator", "nosuch"), "no generator named 'nosuch'"),
     (("--generator-option", "novalue"), "novalue"),
     (("--agents", "/no/such/agents.toml"), "does not exist"),
@@ -250,3 +256,34 @@ def test_every_task_an_infra_error_exits_3(tmp_path: Path) -> None:
     assert result.exit_code == 3
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert (summary["infra_errors"], summary["pass_at_1"]) == (3, None)
+
+
+MUX_WRONG = ("module mux4(input [1:0] sel, input [7:0] a, b, c, d, output [7:0] y);\n"
+             "  assign y = sel[0] ? b : a;\nendmodule\n")
+MUX_RIGHT = ("module mux4(input [1:0] sel, input [7:0] a, b, c, d, output [7:0] y);\n"
+             "  assign y = sel[1] ? (sel[0] ? d : c) : (sel[0] ? b : a);\nendmodule\n")
+
+
+@pytest.mark.tools
+def test_real_loop_with_a_scripted_generator_end_to_end(tmp_path: Path) -> None:
+    """The real orchestrator and iverilog: a wrong design, then the fix; the run directory
+    holds what the CLI promises and a rerun resumes without generating anything."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"mux4": {"*": [f"```verilog\n{MUX_WRONG}```", MUX_RIGHT]}}))
+    args = ("--task", "mux4", "--generator", "scripted", "--generator-option",
+            f"path={script}", "--router", "fixed", "--no-symbolic", "--max-iterations", "3",
+            "--json", "--run-dir", str(tmp_path / "run"))
+    runner = CliRunner()
+    result = runner.invoke(cli, ["refine", "--tasks", str(TASKS), *args])
+    assert result.exit_code == 0, result.output
+    (line,) = _lines(result)
+    assert (line["verdict"], line["iterations"]) == ("pass", 2)
+    assert line["llm_calls"] == 2 and line["tokens"] > 0
+    events = [json.loads(x) for x in Path(line["trace"]).read_text().splitlines()]
+    assert [e["kind"] for e in events if e["kind"] == "validation"] == ["validation"] * 2
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["pass_at_1"] == 1.0 and summary["llm_calls_per_solved"] == 2.0
+    stored = json.loads((tmp_path / "run" / "results.jsonl").read_text())
+    assert stored["candidate"]["files"][0]["content"].strip() == MUX_RIGHT.strip()
+    again = runner.invoke(cli, ["refine", "--tasks", str(TASKS), *args])
+    assert again.exit_code == 0 and _lines(again) == [line]

@@ -158,3 +158,25 @@ def test_write_summary_writes_summary_and_report(tmp_path: Path) -> None:
     assert on_disk["pass_at_1"] == pytest.approx(2 / 3) == summary["pass_at_1"]
     assert on_disk["run"]["generator"] == "scripted"
     assert report == tmp_path / "report.html" and report.stat().st_size > 0
+
+
+def test_trace_paths_are_the_orchestrators(tmp_path: Path) -> None:
+    """Resuming keeps a finished task's trace by name, so the names must be the ones the
+    orchestrator writes (ids with characters a file name should not carry included)."""
+    from rtlforge.agents import plugin as agents_plugin
+    from rtlforge.agents.orchestrator import Orchestrator
+    from rtlforge.agents.run import trace_path
+    from rtlforge.plugins.generators import scripted, symbolic
+    from rtlforge.plugins.validators import iverilog
+    from rtlforge.testing.builders import make_plugin_host
+    from rtlforge.validate.pipeline import Pipeline
+
+    host = make_plugin_host(iverilog, symbolic, scripted, agents_plugin)
+    task = make_task("dut", task_id="grp/odd id:1", spec="Implement dut.")
+    gen = host.create("generator", "scripted", script={"*": {"*": ["no verilog here"]}})
+    with Orchestrator(generator=gen, host=host, pipeline=Pipeline.build(host), max_iterations=1,
+                      symbolic=False, retriever=None, run_dir=tmp_path) as orch:
+        result = orch.solve(task)
+    assert result.trace is not None
+    assert Path(result.trace) == trace_path(tmp_path, task.id)
+    assert trace_path(tmp_path, task.id).is_file()
