@@ -253,8 +253,8 @@ class Orchestrator:
         self._stage_labels = {v.name: v.stage for v in self.pipeline.validators}
         self.roles = self._build_roles(roles or {})
         self.routed = tuple(name for name, role in self.roles.items() if role.routed)
-        self.specialists = tuple(role for role in self.roles.values()
-                                 if not role.routed and role.name != OPTIMIZE_ROLE)
+        self.specialists = tuple(role for role in self.roles.values() if not role.routed
+                                 and role.name not in (OPTIMIZE_ROLE, GENERIC_ROLE))
         self.router: Router | None = None
         if self.routed:
             self.router = (self.host.create("router", router) if isinstance(router, str)
@@ -336,11 +336,12 @@ class Orchestrator:
         start = time.perf_counter()
         trace_path = (self.run_dir / "traces" / f"{_safe(task.id)}.jsonl"
                       if self.run_dir is not None else None)
-        sinks = list(self.sinks)
+        jsonl: JsonlSink | None = None
         if trace_path is not None:
             trace_path.unlink(missing_ok=True)  # a re-solved task gets a fresh trace
-            sinks.append(JsonlSink(trace_path))
-        trace = Trace(task.id, tuple(sinks))
+            jsonl = JsonlSink(trace_path)
+        # the caller's sinks outlive the task (a live view spans the run): only ours is closed
+        trace = Trace(task.id, (*self.sinks, *([jsonl] if jsonl is not None else [])))
         run = _Run(task=task, spec=task.spec, trace=trace, records=[], kept=[],
                    guard=guard if guard is not None else LeakageGuard.for_task(task))
         error: str | None = None
@@ -360,7 +361,8 @@ class Orchestrator:
                    confidence=1.0 if result.passed else None,
                    data={"final": True, **result.summary(),
                          "solved_by": result.solved_by.value if result.solved_by else None})
-        trace.close()
+        if jsonl is not None:
+            jsonl.close()
         log.info("solved", task=task.id, verdict=result.verdict.value,
                  iterations=result.iterations, llm_calls=result.llm_calls)
         return result
@@ -620,6 +622,10 @@ class Orchestrator:
         if source is not None:
             code = _code(source.candidate)
             feedback = render_feedback(source.report, run.records)
+            if source.cells is not None:
+                delay = (f", critical path {source.delay_ns:.3f} ns"
+                         if source.delay_ns is not None else "")
+                feedback += f"\nSynthesis: {source.cells} cells{delay}."
             if (self.waveform is not None and source.report.verdict is Verdict.FAIL):
                 wave = self.waveform(run.task, source.candidate, source.report)
         return AgentContext(task=run.task, spec=run.spec, action=action, iteration=index,

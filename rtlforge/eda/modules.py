@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_SOURCE_CHARS",
+    "VERILOG_KEYWORDS",
     "ModuleDecl",
     "ModuleScan",
     "declared_modules",
@@ -75,6 +76,8 @@ throughout time timeprecision timeunit tran tranif0 tranif1 tri tri0 tri1 triand
 type typedef union unique unique0 unsigned until until_with untyped use uwire var vectored
 virtual void wait wait_order wand weak weak0 weak1 while wildcard wire with within wor xnor xor
 """.split())  # noqa: SIM905 - 250 words read better as text than as a list literal
+#: The reserved words, for callers that check a name a model chose (never a module name).
+VERILOG_KEYWORDS = _KEYWORDS
 
 
 @dataclass(frozen=True)

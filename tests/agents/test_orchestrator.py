@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,6 +25,8 @@ from rtlforge.agents.base import (
     Router,
 )
 from rtlforge.agents.knowledge import plugin as knowledge_plugin
+from rtlforge.agents.knowledge.base import KnowledgeEntry, Origin, Provenance
+from rtlforge.agents.knowledge.retrieval import KeywordRetriever
 from rtlforge.agents.models import AgentAction, Decision, Focus, RouterContext, Tier
 from rtlforge.agents.orchestrator import Orchestrator, Scored, rank
 from rtlforge.agents.trace import ThoughtEvent, ThoughtKind, read_trace
@@ -32,11 +35,19 @@ from rtlforge.core.interfaces import (
     Generation,
     GenerationRequest,
     Generator,
+    PPAEstimator,
     SamplingParams,
     ValidationContext,
     Validator,
 )
-from rtlforge.core.models import Feedback, StageResult, Task, ValidationReport, Verdict
+from rtlforge.core.models import (
+    Feedback,
+    PPAResult,
+    StageResult,
+    Task,
+    ValidationReport,
+    Verdict,
+)
 from rtlforge.plugins.generators import scripted, symbolic
 from rtlforge.plugins.generators.scripted import ScriptedGenerator, word_count
 from rtlforge.plugins.validators import iverilog
@@ -314,14 +325,32 @@ def test_a_generator_failure_is_infra_error_and_the_next_task_still_runs() -> No
     other = TASK.model_copy(update={"id": "other"})
     # no steps for task "dut": the scripted generator raises ScriptExhausted
     script = {"other": {"fast": [_design("dut", "// correct")]}}
+    live = LiveSink()
     with Orchestrator(generator=ScriptedGenerator(script=script), host=_host(),
                       router=FastThenDebug(), pipeline=_marker_pipeline(),
-                      symbolic=False) as orch:
+                      symbolic=False, sinks=[live]) as orch:
         first, second = list(orch.solve_many([TASK, other]))
     assert first.verdict is Verdict.INFRA_ERROR
     assert first.error is not None and "ScriptExhausted" in first.error
     assert first.iterations == 0
     assert second.verdict is Verdict.PASS and second.error is None
+    # the caller's sink sees both tasks (the Error of the first) and is never closed
+    assert [e.task_id for e in live.events if e.kind is ThoughtKind.ERROR] == ["dut"]
+    assert {e.task_id for e in live.events} == {"dut", "other"} and not live.closed
+
+
+class LiveSink:
+    """A sink with a close(), like a CLI live view that spans a whole run."""
+
+    def __init__(self) -> None:
+        self.events: list[ThoughtEvent] = []
+        self.closed = False
+
+    def __call__(self, event: ThoughtEvent) -> None:
+        self.events.append(event)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def test_a_missing_tool_is_infra_error_not_fail() -> None:
@@ -468,3 +497,81 @@ def test_solve_result_summary_is_json_ready() -> None:
         summary = orch.solve(TASK).summary()
     assert json.loads(json.dumps(summary))["verdict"] == "pass"
     assert summary["llm_calls"] == 1 and summary["agents"] == ["fast"]
+
+
+class MarkerPPA(PPAEstimator):
+    """A tool-free estimator: the cell count is a ``// cells N`` marker in the design."""
+
+    name: ClassVar[str] = "marker-ppa"
+
+    def __init__(self) -> None:
+        self.measured: list[int] = []
+
+    def estimate(self, candidate: Any, top: str, runner: Any, *, clock: str | None = None,
+                 period_ns: float | None = None) -> PPAResult:
+        cells = int(candidate.files[0].content.split("// cells ")[1].split()[0])
+        self.measured.append(cells)
+        return PPAResult(area_um2=float(cells), delay_ns=1.0, power_mw=0.1, cells=cells)
+
+
+def test_the_optimize_phase_keeps_only_passing_designs_with_fewer_cells() -> None:
+    script = {"dut": {
+        "fast": [_design("dut", "// correct // cells 20")],
+        "optimize": [_design("dut", "// wrong 1 // cells 5"),  # smaller but wrong: dropped
+                     _design("dut", "// correct // cells 30"),  # passes but larger: dropped
+                     _design("dut", "// correct // cells 12")]}}  # kept
+    estimator = MarkerPPA()
+    generator = Recording(ScriptedGenerator(script=script))
+    with Orchestrator(generator=generator, host=_host(_Fast, _Debug, _Optimize),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
+                      optimize=True, estimator=estimator, max_iterations=4) as orch:
+        result = orch.solve(TASK)
+    assert result.verdict is Verdict.PASS and result.solved_by is Tier.ROUTER
+    assert result.agents == ("fast", "optimize", "optimize", "optimize")
+    assert result.candidate is not None and "// cells 12" in result.candidate.files[0].content
+    assert estimator.measured == [20, 30, 12]  # the failing design is never measured
+    # each optimize prompt shows the best passing design so far and its cell count
+    optimize_prompts = [r.prompt for r, _ in generator.requests[1:]]
+    assert all("// cells 20" in p and "Synthesis: 20 cells" in p for p in optimize_prompts)
+
+
+def test_the_decomposer_seam_can_solve_the_task_and_its_llm_use_is_counted() -> None:
+    calls: list[dict[str, Any]] = []
+
+    def decomposer(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        request = GenerationRequest(prompt="sub-modules", task=kwargs["task"],
+                                    metadata={"agent": "decomposer"})
+        return kwargs["generator"].generate([request], SamplingParams())[0][0].candidate
+
+    script = {"dut": {"decomposer": [_design("dut", "// correct")]}}
+    with Orchestrator(generator=ScriptedGenerator(script=script), host=_host(),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
+                      decomposer=decomposer) as orch:
+        result = orch.solve(TASK)
+    assert result.verdict is Verdict.PASS and result.solved_by is Tier.DECOMPOSITION
+    assert result.tiers == (Tier.DECOMPOSITION,) and result.llm_calls == 1
+    assert result.tokens > 0
+    assert set(calls[0]) == {"task", "spec", "generator", "trace", "host"}
+
+
+def test_retrieval_never_returns_the_task_being_solved() -> None:
+    when = date(2026, 1, 1)
+    provenance = Provenance(source="written for this test", date=when)
+    own = KnowledgeEntry(id="ref-dut", kind="reference", title="dut reference",
+                         description="a reference implementation of dut", keywords=("dut",),
+                         provenance=provenance,
+                         origin=Origin(path="/refs/dut.v", digest="0" * 64, task_id="dut"))
+    other = KnowledgeEntry(id="pattern-dut", kind="pattern", title="dut pattern",
+                           description="how to write a dut", keywords=("dut",),
+                           provenance=provenance)
+    events: list[ThoughtEvent] = []
+    script = {"dut": {"fast": [_design("dut", "// correct")]}}
+    with Orchestrator(generator=ScriptedGenerator(script=script), host=_host(),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
+                      retriever=KeywordRetriever(entries=[own, other]),
+                      sinks=[events.append]) as orch:
+        orch.solve(TASK)
+    retrieval = [e for e in events if e.kind is ThoughtKind.RETRIEVAL]
+    assert len(retrieval) == 1 and retrieval[0].data["k"] == 3  # the fast role's depth
+    assert [hit["id"] for hit in retrieval[0].data["hits"]] == ["pattern-dut"]

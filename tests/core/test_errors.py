@@ -64,6 +64,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.rewards.ast:SimilarityBudgetExceeded": INFRA,  # the harness's own time budget
     "rtlforge.trainers.base:TrainerInfraError": INFRA,
     "rtlforge.trainers.base:QLoRAUnavailableError": INFRA,
+    "rtlforge.plugins.generators.scripted:ScriptExhausted": INFRA,  # the script, not the design
     # the candidate's own fault
     "rtlforge.core.errors:SecurityViolation": DESIGN,
     "rtlforge.core.errors:ExtractionError": DESIGN,
@@ -71,6 +72,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.plugins.estimators.ppa:PPAError": DESIGN,  # does not synthesise, no timed path
     "rtlforge.plugins.estimators.ppa:PPATimeoutError": DESIGN,  # like a ``timeout`` verdict
     "rtlforge.rewards.ast:TreeTooLarge": DESIGN,
+    "rtlforge.agents.decompose.plan:DecompositionError": DESIGN,  # the model's plan is unusable
     # the caller's setup
     "rtlforge.core.errors:TaskFormatError": CONFIG,
     "rtlforge.core.errors:PluginError": CONFIG,
@@ -81,6 +83,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.eda.liberty:LibertyError": CONFIG,
     "rtlforge.trainers.base:TrainerConfigError": CONFIG,
     "rtlforge.trainers.base:CheckpointError": CONFIG,  # a path to a wrong or partial checkpoint
+    "rtlforge.agents.base:RoleTemplateError": CONFIG,
 }
 #: Abstract bases: on no branch themselves (their subclasses are).
 BASES = {"rtlforge.core.errors:InfraError", "rtlforge.core.errors:DesignError",
@@ -91,6 +94,8 @@ KEPT_BASES: dict[str, type[BaseException]] = {
     "rtlforge.evaluation.metrics:RecordsError": ValueError,
     "rtlforge.pareto.hypervolume:InvalidObjectivesError": ValueError,
     "rtlforge.trainers.base:TrainerConfigError": ValueError,
+    "rtlforge.agents.base:RoleTemplateError": ValueError,
+    "rtlforge.agents.decompose.plan:DecompositionError": ValueError,
     "rtlforge.generation.local:ExtraMissingError": ToolMissingError,
     "rtlforge.generation.local:ModelLoadError":
         importlib.import_module("rtlforge.generation.base").GenerationError,
