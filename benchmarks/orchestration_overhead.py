@@ -28,9 +28,12 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rtlforge.agents.base import Router
+from rtlforge.agents.models import AgentAction
 from rtlforge.agents.orchestrator import Orchestrator
 from rtlforge.core.models import Feedback, Mismatch, StageResult, ValidationReport, Verdict
 from rtlforge.core.plugins import PluginHost
@@ -59,6 +62,22 @@ class _Timed:
             finally:
                 self.seconds += time.perf_counter() - start
         return timed
+
+
+class _FirstAgent(Router):
+    """Stands in for the heuristic router where it is not installed: the first routed agent."""
+
+    name = "first-agent"
+
+    def decide(self, ctx: Any, agents: Sequence[str]) -> AgentAction:
+        return AgentAction(agent=agents[0], reason="benchmark stand-in")
+
+
+def make_router(host: PluginHost) -> Router:
+    """The heuristic router when the host has it, else :class:`_FirstAgent`."""
+    if "heuristic" in host.names("router"):
+        return host.create("router", "heuristic")
+    return _FirstAgent()
 
 
 class InstantPipeline:
@@ -108,6 +127,7 @@ def run(pipeline_kind: str, wrong: int, *, retrieval: bool = True) -> dict[str, 
     per_iteration, rows = [], []
     with tempfile.TemporaryDirectory() as tmp, Orchestrator(
             generator=generator, host=host, pipeline=pipeline,  # type: ignore[arg-type]
+            router=make_router(host),
             max_iterations=wrong + 1, symbolic=False, run_dir=Path(tmp),
             retriever="keyword" if retrieval else None) as orch:
         for task in tasks:

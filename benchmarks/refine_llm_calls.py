@@ -31,6 +31,9 @@ from rtlforge.tasks.loader import load_tasks
 from rtlforge.testing.builders import make_task
 from rtlforge.validate.pipeline import Pipeline
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # a sibling script:
+from orchestration_overhead import make_router
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "examples" / "tasks"
 
@@ -117,6 +120,7 @@ def run(tasks: list[tuple[Task, str]], *, symbolic: bool) -> dict[str, Any]:
     generator = host.create("generator", "scripted", script=_script(tasks))
     with tempfile.TemporaryDirectory() as tmp, Orchestrator(
             generator=generator, host=host, pipeline=Pipeline.build(host),
+            router=make_router(host),
             max_iterations=3, symbolic=symbolic, run_dir=Path(tmp)) as orch:
         results = [orch.solve(task) for task, _ in tasks]
     summary = summarise_results(results)

@@ -51,19 +51,22 @@ def _create_router(host: PluginHost, name: str, options: Mapping[str, Any]) -> A
         raise click.UsageError(f"--router {name}: {exc}") from exc
 
 
-def _role_overrides(path: Path | None) -> dict[str, dict[str, Any]]:
+def _agents_file(host: PluginHost, path: Path | None
+                 ) -> tuple[dict[str, dict[str, Any]], tuple[str, ...] | None]:
+    """An agents file's per-role overrides and the roles it enables (None: all)."""
     import click
 
     from rtlforge.core.errors import RtlforgeError
 
     if path is None:
-        return {}
+        return {}, None
     from rtlforge.agents.config import load_agents_file, role_overrides
 
     try:
-        return role_overrides(load_agents_file(path))
+        config = load_agents_file(path, roles=host.names("agent_role"))
     except (RtlforgeError, OSError, ValueError) as exc:
-        raise click.UsageError(f"--agents {path}: {exc}") from exc
+        raise click.UsageError(str(exc)) from exc
+    return role_overrides(config), config.enabled
 
 
 class LiveView:
@@ -222,12 +225,16 @@ def register_commands(cli: Any) -> None:
             if missing:
                 raise click.UsageError(f"unknown task ids: {', '.join(missing)}")
             task_map = {t: task_map[t] for t in dict.fromkeys(task_ids)}
-        roles = _role_overrides(agents_file)
+        roles, enabled = _agents_file(host, agents_file)
+        if enabled is not None:
+            click.secho(f"warning: --agents {agents_file}: 'enabled' is recorded with the run "
+                        "but not applied (the orchestrator uses every registered role)",
+                        fg="yellow", err=True)
         settings = refine_settings(
             tasks=task_map, generator=generator_name, generator_options=options,
             router=router_name, router_options=router_options, roles=roles,
-            agents_file=agents_file, max_iterations=max_iterations, candidates=candidates,
-            symbolic=symbolic, optimize=optimize)
+            enabled=enabled, agents_file=agents_file, max_iterations=max_iterations,
+            candidates=candidates, symbolic=symbolic, optimize=optimize)
         run = RefineRun(run_dir, settings, overwrite=overwrite)
         try:  # a refused run directory is a usage error, reported before any work starts
             run.check()

@@ -75,7 +75,8 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
                     generator_options: Mapping[str, Any], router: str,
                     router_options: Mapping[str, Any], roles: Mapping[str, Any],
                     agents_file: str | Path | None, max_iterations: int, candidates: int,
-                    symbolic: bool, optimize: bool) -> dict[str, Any]:
+                    symbolic: bool, optimize: bool, enabled: Sequence[str] | None = None
+                    ) -> dict[str, Any]:
     """The result-defining settings of a refine run, as settings.json stores them.
 
     Harmless settings (``--json``, the live view, ``--run-dir`` itself) are not in it.
@@ -88,7 +89,8 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
         "router": {"name": router, "options": dict(router_options),
                    **({"file_digest": _file_digest(path)} if path else {})},
         "agents": {"file": str(agents_file) if agents_file else None,
-                   "file_digest": _file_digest(agents_file), "roles": dict(roles)},
+                   "file_digest": _file_digest(agents_file), "roles": dict(roles),
+                   "enabled": list(enabled) if enabled is not None else None},
         "max_iterations": max_iterations, "candidates": candidates, "symbolic": symbolic,
         "optimize": optimize,
         "tasks": {tid: task_digest(tasks[tid]) for tid in sorted(tasks)},

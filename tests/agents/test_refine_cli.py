@@ -287,3 +287,17 @@ def test_real_loop_with_a_scripted_generator_end_to_end(tmp_path: Path) -> None:
     assert stored["candidate"]["files"][0]["content"].strip() == MUX_RIGHT.strip()
     again = runner.invoke(cli, ["refine", "--tasks", str(TASKS), *args])
     assert again.exit_code == 0 and _lines(again) == [line]
+
+
+def test_agents_file_overrides_reach_the_loop_and_the_settings(tmp_path: Path) -> None:
+    agents = tmp_path / "agents.toml"
+    agents.write_text("[roles.fast]\ntemperature = 0.25\nretrieval_k = 4\n")
+    result = _refine(tmp_path / "run", "--json", "--agents", str(agents))
+    assert result.exit_code == 0, result.output
+    assert FakeOrchestrator.made[0]["roles"] == {"fast": {"temperature": 0.25,
+                                                          "retrieval_k": 4}}
+    settings = json.loads((tmp_path / "run" / "settings.json").read_text())
+    assert settings["agents"]["roles"] == {"fast": {"temperature": 0.25, "retrieval_k": 4}}
+    agents.write_text("[roles.fastt]\ntemperature = 0.25\n")
+    bad = _refine(tmp_path / "run2", "--json", "--agents", str(agents))
+    assert bad.exit_code == 2 and "did you mean 'fast'" in bad.output

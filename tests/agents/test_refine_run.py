@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rtlforge.agents.base import Router
 from rtlforge.agents.models import AgentAction, IterationRecord, SolveResult, Tier
 from rtlforge.agents.run import RefineRun, RunSettingsMismatch, refine_settings, summarise_results
 from rtlforge.core.models import Verdict
@@ -171,10 +174,17 @@ def test_trace_paths_are_the_orchestrators(tmp_path: Path) -> None:
     from rtlforge.testing.builders import make_plugin_host
     from rtlforge.validate.pipeline import Pipeline
 
+    class _First(Router):
+        name = "first"
+
+        def decide(self, ctx: Any, agents: Sequence[str]) -> AgentAction:
+            return AgentAction(agent=agents[0])
+
     host = make_plugin_host(iverilog, symbolic, scripted, agents_plugin)
     task = make_task("dut", task_id="grp/odd id:1", spec="Implement dut.")
     gen = host.create("generator", "scripted", script={"*": {"*": ["no verilog here"]}})
     with Orchestrator(generator=gen, host=host, pipeline=Pipeline.build(host), max_iterations=1,
+                      router=_First(),
                       symbolic=False, retriever=None, run_dir=tmp_path) as orch:
         result = orch.solve(task)
     assert result.trace is not None
