@@ -279,6 +279,10 @@ def register_commands(cli: Any) -> None:
         finally:
             orchestrator.close()
         summary, report = run.write_summary(results)
+        for r in results:
+            if r.error:
+                click.secho(f"warning: task {r.task_id}: {r.verdict.value}: {r.error}",
+                            fg="yellow", err=True)
         if failure is not None:
             click.secho(f"error: {failure} ({len(results)} of {len(task_map)} tasks finished; "
                         "rerun the same command to resume)", fg="red", err=True)

@@ -95,13 +95,15 @@ def _iteration_view(results: Sequence[SolveResult], budget: int) -> str:
     width = max([budget, *(len(r.records) for r in results)], default=0)
     if not width or not results:
         return ""
+    judged = [r for r in results if r.verdict.value != "infra_error"]  # pass@1's denominator
     solved_at = [next((i for i, rec in enumerate(r.records, 1) if rec.verdict.value == "pass"),
-                      None) if r.passed else None for r in results]
-    series = {"solved within i iterations": [
-        (float(i), sum(1 for s in solved_at if s is not None and s <= i) / len(results))
-        for i in range(1, width + 1)]}
-    plot = line_svg(series, {"solved within i iterations": "#2ca02c"}, xlabel="iteration",
-                    ylabel="fraction of tasks solved", better="↑ higher is better")
+                      None) if r.passed else None for r in judged]
+    label = "solved within i iterations"
+    series = {label: [
+        (float(i), sum(1 for s in solved_at if s is not None and s <= i) / len(judged)
+         if judged else None) for i in range(1, width + 1)]}
+    plot = line_svg(series, {label: "#2ca02c"}, xlabel="iteration",
+                    ylabel="fraction solved (pass@1)", better="↑ higher is better")
     rows = []
     for r in results:
         cells = []
