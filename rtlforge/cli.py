@@ -102,6 +102,30 @@ def plugin_specs(kind: str, names: tuple[str, ...], items: tuple[str, ...], flag
         raise click.UsageError(str(exc)) from exc
 
 
+def option_pairs(items: tuple[str, ...], flag: str) -> dict[str, Any]:
+    """``k=v`` pairs as text; the generator's options model types them."""
+    from rtlforge.core.errors import PluginOptionsError
+    from rtlforge.core.options import split_option_strings
+
+    try:
+        return split_option_strings(items, flag=flag)
+    except PluginOptionsError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def create_generator(host: PluginHost, name: str, options: dict[str, Any]) -> Any:
+    """Generator ``name`` with ``--generator-option`` text typed by its options model; an
+    unknown generator or option is a usage error before any work starts."""
+    from rtlforge.core.options import coerce_option_strings
+
+    try:
+        typed = coerce_option_strings(host.options_model("generator", name), options,
+                                      what=f"generator {name!r} (--generator-option)")
+        return host.create("generator", name, **typed)
+    except (RtlforgeError, TypeError, ValueError) as exc:
+        raise click.UsageError(f"generator {name!r}: {exc}") from exc
+
+
 def prepare_estimator(estimator: Any) -> None:
     """Read what a PPA estimator is configured with (its liberty) now: a bad ``--liberty`` is
     then a usage error before any work, not one failure per design after all of it."""

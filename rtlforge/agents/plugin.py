@@ -36,3 +36,10 @@ def register_routers(register: Register) -> None:
 
     for router in BUILTIN_ROUTERS:
         register(router)
+
+
+@hookimpl
+def register_commands(cli: object) -> None:
+    from rtlforge.agents.cli import register_commands as add_refine
+
+    add_refine(cli)

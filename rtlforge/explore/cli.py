@@ -47,33 +47,6 @@ def _apply_preset(ctx: Any, name: str, given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _options(items: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """``k=v`` pairs as text; each generator's options model types them (:func:`_generator`)."""
-    import click
-
-    from rtlforge.core.errors import PluginOptionsError
-    from rtlforge.core.options import split_option_strings
-
-    try:
-        return split_option_strings(items, flag=flag)
-    except PluginOptionsError as exc:
-        raise click.UsageError(str(exc)) from exc
-
-
-def _generator(host: Any, name: str, options: dict[str, Any]) -> Any:
-    import click
-
-    from rtlforge.core.errors import RtlforgeError
-    from rtlforge.core.options import coerce_option_strings
-
-    try:
-        typed = coerce_option_strings(host.options_model("generator", name), options,
-                                      what=f"generator {name!r} (--generator-option)")
-        return host.create("generator", name, **typed)
-    except (RtlforgeError, TypeError, ValueError) as exc:
-        raise click.UsageError(f"generator {name!r}: {exc}") from exc
-
-
 def _spec_task(spec: Path) -> Any:
     """A Task from a free-standing spec file; the top module comes from a header in it, else
     from a "module named X" sentence (how VerilogEval v2's spec-to-rtl prompts name it)."""
@@ -120,7 +93,7 @@ def register_commands(cli: Any) -> None:
                  template: str, samples: int, temperature: float, max_tokens: int,
                  as_json: bool) -> None:
         """Sample candidates for one spec or task and print the extracted Verilog."""
-        from rtlforge.cli import EXIT_INFRA, current_host
+        from rtlforge.cli import EXIT_INFRA, create_generator, current_host, option_pairs
         from rtlforge.core.errors import ExtractionError, RtlforgeError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.generation.extract import extract_verilog
@@ -129,7 +102,7 @@ def register_commands(cli: Any) -> None:
 
         if (spec_path is None) == (task_dir is None):
             raise click.UsageError("give exactly one of --spec FILE or --task DIR")
-        options = _options(gen_opts, "--generator-option")
+        options = option_pairs(gen_opts, "--generator-option")
         options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
         try:
             task = load_task(task_dir) if task_dir is not None else _spec_task(spec_path)  # type: ignore[arg-type]
@@ -138,7 +111,7 @@ def register_commands(cli: Any) -> None:
             raise click.UsageError(f"{spec_path or task_dir} is not a UTF-8 text file") from exc
         except (RtlforgeError, ValueError) as exc:
             raise click.UsageError(str(exc)) from exc
-        gen = _generator(current_host(), generator_name, options)
+        gen = create_generator(current_host(), generator_name, options)
         params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
         try:
             outputs = gen.generate([request], params)
@@ -252,8 +225,10 @@ def register_commands(cli: Any) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
         from rtlforge.cli import (
             EXIT_INFRA,
+            create_generator,
             current_host,
             load_task_map,
+            option_pairs,
             plugin_specs,
             positive_ints,
             prepare_estimator,
@@ -278,7 +253,7 @@ def register_commands(cli: Any) -> None:
             raise click.UsageError("--liberty is for the PPA estimator, and --ppa-estimator "
                                    "is none")
         baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
-        options = _options(gen_opts, "--generator-option")
+        options = option_pairs(gen_opts, "--generator-option")
         options.update({k: v for k, v in (("base_url", base_url), ("model", model)) if v})
         pairs: list[tuple[str, str, str]] = []
         for spec in method_specs:
@@ -310,7 +285,7 @@ def register_commands(cli: Any) -> None:
                     raise click.UsageError(f"unknown task ids: {', '.join(missing)}")
                 task_map = {t: task_map[t] for t in task_ids}
             params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
-            methods = [Method(name=n, generator=_generator(host, g, options), template=t,
+            methods = [Method(name=n, generator=create_generator(host, g, options), template=t,
                               sampling=params, history=history,  # type: ignore[arg-type]
                               history_limit=history_limit or None,
                               select=tuple(k.strip() for k in select.split(",") if k.strip()),

@@ -5,9 +5,10 @@ Three data sources, chosen by ``data.kind``:
 - ``corpus`` (VeriSeek-style continual pre-training): raw Verilog (and C) text from directories,
   globs or ``{"text": ...}`` JSONL files, split into chunks at line boundaries; loss on every token.
 - ``trajectories`` (ChipCraftBrain-style distillation): spec -> RTL pairs harvested from rtlforge
-  archives (``rtlforge explore`` SQLite files) or ``rtlforge eval`` results joined with their
-  samples. Only passing candidates are kept, deduplicated per task by normalised code hash, and
-  rendered with a prompt template, so the model learns from the same prompt it is later sampled
+  archives (``rtlforge explore`` SQLite files), ``rtlforge eval`` results joined with their
+  samples, or ``rtlforge refine`` run directories (their ``results.jsonl``). Only passing
+  candidates are kept, deduplicated per task by normalised code hash, and rendered with a
+  prompt template, so the model learns from the same prompt it is later sampled
   with. Loss is on the completion only (TRL's prompt-completion format).
 - ``pairs``: prompt -> answer rows from a JSONL file, e.g. a warm start for PPO on the prompts
   PPO later samples (``examples/train/sft-warm.yaml``); loss on the completion only.
@@ -82,6 +83,7 @@ class TrajectoryData(StrictModel):
     tasks_format: Literal["suite", "rtllm"] = "suite"
     archives: tuple[str, ...] = ()  # SQLite archives (``rtlforge explore`` run/archive.sqlite)
     eval_results: tuple[EvalSource, ...] = ()
+    refine_runs: tuple[str, ...] = ()  # ``rtlforge refine`` run directories (results.jsonl)
     template: str = "spec"  # bundled template name or a .toml path
     chat: bool = True  # conversational prompt/completion (needs a chat template)
 
@@ -283,6 +285,31 @@ def _from_eval(src: EvalSource, tasks: dict[str, Task]) -> Iterator[tuple[str, s
         yield task_id, "\n".join(f.content for f in cand.files), str(results)
 
 
+def _from_refine(run_dir: Path) -> Iterator[tuple[str, str | None, str]]:
+    """(task_id, code or None when not passing, origin) per line of a refine run's
+    results.jsonl. Read as plain JSON (``task_id``, ``verdict``, ``candidate.files[].content``,
+    the format docs/refine.md documents): trainers sit below the agents layer."""
+    from rtlforge.core.models import Verdict
+
+    results = run_dir / "results.jsonl"
+    if not results.is_file():
+        raise TrainerInfraError(f"refine run {run_dir} has no results.jsonl")
+    for line in results.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # blank, or torn by a killed run (refine redoes that task)
+        if not isinstance(rec, dict):
+            continue
+        task_id = str(rec.get("task_id"))
+        if rec.get("verdict") != Verdict.PASS.value:
+            yield task_id, None, str(results)
+            continue
+        files = (rec.get("candidate") or {}).get("files") or []
+        yield task_id, "\n".join(str(f.get("content", "")) for f in files
+                                 if isinstance(f, dict)), str(results)
+
+
 def collect_trajectories(data: TrajectoryData, tasks: dict[str, Task], *,
                          host: PluginHost | None = None,
                          ) -> tuple[list[Trajectory], HarvestStats]:
@@ -303,6 +330,7 @@ def collect_trajectories(data: TrajectoryData, tasks: dict[str, Task], *,
             host = PluginHost.default()
         streams += [_from_archive(Path(p), host) for p in data.archives]
     streams += [_from_eval(src, tasks) for src in data.eval_results]
+    streams += [_from_refine(Path(p)) for p in data.refine_runs]
     for stream in streams:
         for task_id, code, origin in stream:
             stats.seen += 1
@@ -362,12 +390,14 @@ def _load_task_map(data: TrajectoryData) -> dict[str, Task]:
 def harvest(data: TrajectoryData, *, host: PluginHost | None = None,
             ) -> tuple[list[dict[str, Any]], HarvestStats]:
     """Training rows for trajectory distillation, plus what was kept and dropped."""
-    if not data.archives and not data.eval_results:
-        raise TrainerConfigError("data.archives and data.eval_results are both empty")
+    if not data.archives and not data.eval_results and not data.refine_runs:
+        raise TrainerConfigError("data.archives and data.eval_results are both empty, and so "
+                                 "is data.refine_runs")
     tasks = _load_task_map(data)
     trajs, stats = collect_trajectories(data, tasks, host=host)
     if not trajs:
-        sources = [*data.archives, *(e.results for e in data.eval_results)]
+        sources = [*data.archives, *(e.results for e in data.eval_results),
+                   *data.refine_runs]
         raise TrainerInfraError(f"no passing candidates found in {sources}")
     return render_trajectories(trajs, tasks, template=data.template, chat=data.chat), stats
 

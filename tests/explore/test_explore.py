@@ -427,13 +427,14 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_repeated_generator_options_collect_into_a_list() -> None:
+    from rtlforge.cli import option_pairs
     from rtlforge.core.options import coerce_option_strings, options_model
-    from rtlforge.explore.cli import _options
 
     class Typed:  # a generator's constructor declares what the text values become
         def __init__(self, *, path: list[str], n: int = 1, flag: bool = False) -> None: ...
 
-    raw = _options(("path=a.jsonl", "path=b", "path=c", "n=2", "flag=true"), "--generator-option")
+    raw = option_pairs(("path=a.jsonl", "path=b", "path=c", "n=2", "flag=true"),
+                       "--generator-option")
     opts = coerce_option_strings(options_model(Typed), raw, what="generator")
     assert opts == {"path": ["a.jsonl", "b", "c"], "n": 2, "flag": True}
 

@@ -1,0 +1,282 @@
+"""A ``refine`` run directory: its settings, one result per finished task, and resuming.
+
+Layout (documented in docs/refine.md)::
+
+    RUN_DIR/settings.json     the run's result-defining settings and each task's digest
+    RUN_DIR/results.jsonl     one SolveResult (model_dump_json) per finished task
+    RUN_DIR/traces/ID.jsonl   each task's thought events (written by the orchestrator)
+    RUN_DIR/decisions.jsonl   every router decision with its outcome (written by the orchestrator)
+    RUN_DIR/summary.json      pass@1 and cost, per tier (rewritten at the end of each run)
+    RUN_DIR/report.html       the same, drawn (rtlforge.agents.report)
+
+Results only mean something under the settings that made them, so a directory is reused only
+when the stored settings equal the current ones (explore's rule, with its difference listing);
+a finished task is then skipped, and a task that was interrupted midway is redone from
+scratch: its partial trace and decisions are dropped before it starts again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rtlforge.agents.models import SolveResult, Tier
+from rtlforge.core.log import get_logger
+from rtlforge.core.models import Task, Verdict
+from rtlforge.explore.settings import RunSettingsMismatch, differences, redact
+
+__all__ = ["RUN_FILES", "SETTINGS_VERSION", "RefineRun", "RunSettingsMismatch",
+           "refine_settings", "summarise_results", "task_digest", "trace_path"]
+
+log = get_logger("rtlforge.agents.run")
+
+SETTINGS_VERSION = 1
+#: What refine writes in a run directory (and all that ``overwrite`` deletes).
+RUN_FILES = ("settings.json", "results.jsonl", "decisions.jsonl", "summary.json", "report.html",
+             "traces")
+
+
+def trace_path(run_dir: str | Path, task_id: str) -> Path:
+    """Where the orchestrator writes a task's trace: ``traces/<id>.jsonl`` with every character
+    but letters, digits and ``._-`` replaced by ``_`` (its rule; a test holds the two equal)."""
+    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in task_id) or "task"
+    return Path(run_dir) / "traces" / f"{stem}.jsonl"
+
+
+def task_digest(task: Task) -> str:
+    """What a task's result depends on: its checks (``Task.digest``), its spec (the prompts
+    quote it) and its golden (the leakage guard keeps it out of retrieval)."""
+    blob = json.dumps([task.digest(), task.spec, [f.digest() for f in task.golden]])
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _file_digest(path: str | Path | None) -> str | None:
+    """A file's content digest (an agents file, a router checkpoint): an edited file keeps its
+    name, so the name alone would let old results pass as new ones."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        h = hashlib.sha256()
+        for f in sorted(q for q in p.rglob("*") if q.is_file()):
+            h.update(str(f.relative_to(p)).encode() + b"\0" + f.read_bytes())
+        return h.hexdigest()[:16]
+    if p.is_file():
+        return hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+    return None
+
+
+def refine_settings(*, tasks: Mapping[str, Task], generator: str,
+                    generator_options: Mapping[str, Any], router: str,
+                    router_options: Mapping[str, Any], roles: Mapping[str, Any],
+                    agents_file: str | Path | None, max_iterations: int, candidates: int,
+                    symbolic: bool, optimize: bool, enabled: Sequence[str] | None = None
+                    ) -> dict[str, Any]:
+    """The result-defining settings of a refine run, as settings.json stores them.
+
+    Harmless settings (``--json``, the live view, ``--run-dir`` itself) are not in it.
+    Secret-looking generator options are stored as digests (:func:`redact`).
+    """
+    path = router_options.get("path")
+    return {
+        "version": SETTINGS_VERSION,
+        "generator": {"name": generator, "options": redact(dict(generator_options))},
+        "router": {"name": router, "options": dict(router_options),
+                   **({"file_digest": _file_digest(path)} if path else {})},
+        "agents": {"file": str(agents_file) if agents_file else None,
+                   "file_digest": _file_digest(agents_file), "roles": dict(roles),
+                   "enabled": list(enabled) if enabled is not None else None},
+        "max_iterations": max_iterations, "candidates": candidates, "symbolic": symbolic,
+        "optimize": optimize,
+        "tasks": {tid: task_digest(tasks[tid]) for tid in sorted(tasks)},
+    }
+
+
+def _json_lines(path: Path) -> Iterable[dict[str, Any]]:
+    """The JSON objects of a JSONL file; a torn line (a killed run) is skipped."""
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                yield obj
+
+
+class RefineRun:
+    """One run directory: checked against the current settings, then appended to per task."""
+
+    def __init__(self, run_dir: str | Path, settings: Mapping[str, Any], *,
+                 overwrite: bool = False) -> None:
+        self.run_dir = Path(run_dir)
+        self.settings = json.loads(json.dumps(dict(settings), default=str))
+        self.overwrite = overwrite
+        self.settings_path = self.run_dir / "settings.json"
+        self.results_path = self.run_dir / "results.jsonl"
+        self.decisions_path = self.run_dir / "decisions.jsonl"
+        self.traces_dir = self.run_dir / "traces"
+
+    def trace_path(self, task_id: str) -> Path:
+        return trace_path(self.run_dir, task_id)
+
+    def _has_results(self) -> bool:
+        return self.settings_path.exists() or self.results_path.exists()
+
+    def check(self) -> None:
+        """Raise :class:`RunSettingsMismatch` if the directory holds another run's results
+        (nothing is written: the CLI calls this before building anything expensive)."""
+        if self.overwrite or not self._has_results():
+            return
+        stored = None
+        if self.settings_path.is_file():
+            try:
+                stored = json.loads(self.settings_path.read_text(encoding="utf-8"))
+            except ValueError:
+                stored = None
+        diffs = differences(stored, self.settings)
+        if diffs:
+            raise RunSettingsMismatch(str(self.run_dir), diffs,
+                                      "Start over with --overwrite, or use another --run-dir.")
+
+    def finished(self) -> dict[str, SolveResult]:
+        """The stored result of every finished task of this run's task set, by id."""
+        known = set(self.settings.get("tasks", {}))
+        out: dict[str, SolveResult] = {}
+        for obj in _json_lines(self.results_path):
+            try:
+                result = SolveResult.model_validate(obj)
+            except ValueError:
+                continue
+            if result.task_id in known:
+                out[result.task_id] = result
+        return out
+
+    def prepare(self) -> dict[str, SolveResult]:
+        """Check, then make the directory ready: wiped with ``overwrite``; otherwise every
+        trace and decision of an unfinished task is dropped, so an interrupted task restarts
+        clean. Returns the finished results (the tasks to skip)."""
+        self.check()
+        if self.overwrite:
+            for name in RUN_FILES:
+                target = self.run_dir / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                elif target.exists():
+                    target.unlink()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.traces_dir.mkdir(exist_ok=True)
+        done = self.finished()
+        self._rewrite_results(done.values())
+        self._drop_unfinished(done)
+        self.settings_path.write_text(json.dumps(self.settings, indent=2, sort_keys=True) + "\n",
+                                      encoding="utf-8")
+        return done
+
+    def _rewrite_results(self, results: Iterable[SolveResult]) -> None:
+        """results.jsonl without torn lines, so the next append starts on a fresh line."""
+        if not self.results_path.exists():
+            return
+        tmp = self.results_path.with_suffix(".jsonl.tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for result in results:
+                fh.write(result.model_dump_json() + "\n")
+        tmp.replace(self.results_path)
+
+    def _drop_unfinished(self, done: Mapping[str, SolveResult]) -> None:
+        keep = {self.trace_path(tid).name for tid in done}
+        for path in self.traces_dir.glob("*.jsonl"):
+            if path.name not in keep:
+                path.unlink()
+        if self.decisions_path.exists():
+            kept = [d for d in _json_lines(self.decisions_path) if d.get("task_id") in done]
+            dropped = sum(1 for _ in _json_lines(self.decisions_path)) - len(kept)
+            if dropped:
+                log.info("refine_resume_dropped_decisions", run_dir=str(self.run_dir),
+                         decisions=dropped)
+            tmp = self.decisions_path.with_suffix(".jsonl.tmp")
+            with tmp.open("w", encoding="utf-8") as fh:
+                for d in kept:
+                    fh.write(json.dumps(d) + "\n")
+            tmp.replace(self.decisions_path)
+
+    def record(self, result: SolveResult) -> None:
+        """Append a finished task's result (flushed: a kill after this keeps the task done)."""
+        with self.results_path.open("a", encoding="utf-8") as fh:
+            fh.write(result.model_dump_json() + "\n")
+            fh.flush()
+
+    def decisions(self) -> list[dict[str, Any]]:
+        """Every router decision recorded in the run (as JSON objects)."""
+        return list(_json_lines(self.decisions_path))
+
+    def write_summary(self, results: Sequence[SolveResult]) -> tuple[dict[str, Any], Path]:
+        """summary.json and report.html from ``results``; returns the summary and the report."""
+        from rtlforge.agents.report import write_refine_report
+
+        summary = summarise_results(results)
+        summary["run"] = {"run_dir": str(self.run_dir),
+                          "generator": self.settings.get("generator", {}).get("name"),
+                          "router": self.settings.get("router", {}).get("name"),
+                          "max_iterations": self.settings.get("max_iterations"),
+                          "candidates": self.settings.get("candidates"),
+                          "symbolic": self.settings.get("symbolic"),
+                          "optimize": self.settings.get("optimize"),
+                          "agents_file": self.settings.get("agents", {}).get("file")}
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                                   encoding="utf-8")
+        report = write_refine_report(self.run_dir, results, summary, self.decisions())
+        return summary, report
+
+
+def _per(total: int, solved: int) -> float | None:
+    return total / solved if solved else None
+
+
+def summarise_results(results: Sequence[SolveResult]) -> dict[str, Any]:
+    """pass@1 and cost of a set of task results, overall and per tier.
+
+    pass@1 is the fraction of tasks solved, with infrastructure errors left out of the
+    denominator and counted apart (as ``rtlforge eval`` does): they say nothing about the
+    design. Cost per solved problem is everything spent (all tasks, failed ones included)
+    divided by the number solved, the paper's cost figure. Per tier: how many tasks each tier
+    solved and the calls, tokens and iterations spent in it.
+    """
+    verdicts = Counter(r.verdict.value for r in results)
+    infra = verdicts.get(Verdict.INFRA_ERROR.value, 0)
+    judged = len(results) - infra
+    solved = sum(r.passed for r in results)
+    calls = sum(r.llm_calls for r in results)
+    tokens = sum(r.tokens for r in results)
+    tiers: dict[str, dict[str, Any]] = {
+        t.value: {"solved": 0, "iterations": 0, "llm_calls": 0, "tokens": 0} for t in Tier}
+    for r in results:
+        if r.passed and r.solved_by is not None:
+            tiers[r.solved_by.value]["solved"] += 1
+        for rec in r.records:
+            cell = tiers[rec.tier.value]
+            cell["iterations"] += 1
+            cell["llm_calls"] += rec.llm_calls
+            cell["tokens"] += rec.tokens
+    for cell in tiers.values():
+        cell["llm_calls_per_solved"] = _per(cell["llm_calls"], cell["solved"])
+        cell["tokens_per_solved"] = _per(cell["tokens"], cell["solved"])
+    return {
+        "tasks": len(results), "passed": solved, "infra_errors": infra,
+        "pass_at_1": solved / judged if judged else None,
+        "verdicts": dict(sorted(verdicts.items())),
+        "iterations": sum(r.iterations for r in results),
+        "llm_calls": calls, "tokens": tokens,
+        "llm_calls_per_solved": _per(calls, solved), "tokens_per_solved": _per(tokens, solved),
+        "seconds": sum(r.seconds for r in results),
+        "tiers": tiers,
+    }

@@ -1,0 +1,104 @@
+"""The refine HTML report: what it shows, and that untrusted text cannot break out of it."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from rtlforge.agents.models import (
+    AgentAction,
+    Decision,
+    IterationRecord,
+    RouterContext,
+    SolveResult,
+    Tier,
+)
+from rtlforge.agents.report import MAX_TRACE_EVENTS, render_refine_html, write_refine_report
+from rtlforge.agents.run import summarise_results
+from rtlforge.agents.trace import JsonlSink, Trace
+from rtlforge.core.models import Verdict
+from rtlforge.testing.builders import make_candidate
+
+EVIL = "</details><script>alert(1)</script>"
+
+
+def _rec(i: int, agent: str, verdict: Verdict, tier: Tier = Tier.ROUTER) -> IterationRecord:
+    return IterationRecord(iteration=i, tier=tier, agent=agent, verdict=verdict, llm_calls=1,
+                           prompt_tokens=40, completion_tokens=10)
+
+
+def _results() -> list[SolveResult]:
+    routed = SolveResult(
+        task_id="mux<4>", verdict=Verdict.PASS, iterations=2, llm_calls=2, tokens=100,
+        agents=("fast", "debug"), tiers=(Tier.ROUTER, Tier.ROUTER), solved_by=Tier.ROUTER,
+        records=(_rec(0, "fast", Verdict.FAIL), _rec(1, "debug", Verdict.PASS)),
+        candidate=make_candidate(f"module m; // {EVIL}\nendmodule\n"))
+    failed = SolveResult(
+        task_id="cnt", verdict=Verdict.FAIL, iterations=1, llm_calls=1, tokens=50,
+        agents=("waveform",), tiers=(Tier.SPECIALIST,),
+        records=(_rec(0, "waveform", Verdict.FAIL, Tier.SPECIALIST),))
+    return [routed, failed]
+
+
+def _decision(i: int, agent: str, reason: str) -> dict[str, object]:
+    d = Decision(task_id="mux<4>", iteration=i, router="heuristic",
+                 context=RouterContext(task_id="mux<4>", spec="s"),
+                 action=AgentAction(agent=agent, retrieval_k=7, reason=reason),
+                 state=(0.0,) * 168)
+    return d.model_dump(mode="json")
+
+
+def _cells(page: str, row_head: str) -> list[str]:
+    """The text of the cells of the table row whose first cell is ``row_head``."""
+    row = re.search(rf"<tr><td>{re.escape(row_head)}</td>(.*?)</tr>", page)
+    assert row, row_head
+    return [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))]
+
+
+def test_report_shows_pass_at_1_cost_tiers_tasks_and_decisions() -> None:
+    results = _results()
+    summary = {**summarise_results(results), "run": {"max_iterations": 3}}
+    page = render_refine_html(summary, results,
+                              [_decision(0, "fast", "heuristic: first"),
+                               _decision(1, "debug", "heuristic: errors")])
+    assert _cells(page, "pass@1") == ["0.5"]  # 1 of 2 tasks
+    assert _cells(page, "LLM calls per solved problem") == ["3"]  # 3 calls, 1 solved
+    assert _cells(page, "router")[:3] == ["1", "2", "2"]  # solved, iterations, calls
+    assert _cells(page, "specialist")[:3] == ["0", "1", "1"]
+    assert _cells(page, '<a href="#task-cnt">cnt</a>')[:4] == ["fail", "1", "waveform",
+                                                            "specialist"]
+    # the iteration grid: one column per iteration of the budget, a verdict per cell
+    assert "fast<br>fail" in page and "debug<br>pass" in page
+    assert "heuristic: errors" in page and "retrieval_k 7" in page and "168 dims" in page
+    assert 'href="traces/mux_4_.jsonl"' in page  # the orchestrator's file name
+
+
+def test_untrusted_text_is_escaped_and_svg_is_well_formed() -> None:
+    results = _results()
+    page = render_refine_html(summarise_results(results), results, [])
+    assert "<script" not in page
+    assert "&lt;/details&gt;&lt;script&gt;" in page  # the design's comment, shown as text
+    assert "mux&lt;4&gt;" in page
+    svgs = re.findall(r"<svg.*?</svg>", page, re.S)
+    assert svgs
+    for svg in svgs:
+        ET.fromstring(svg)
+
+
+def test_written_report_inlines_the_trace_capped(tmp_path: Path) -> None:
+    results = _results()
+    trace = Trace("cnt", (JsonlSink(tmp_path / "traces" / "cnt.jsonl"),))
+    trace.emit("analysis", f"waveform cue found {EVIL}", confidence=0.9,
+               evidence=("spec says 'timing diagram'",))
+    for i in range(MAX_TRACE_EVENTS + 5):
+        trace.emit("progress", f"step {i}", iteration=0, agent="waveform")
+    trace.close()
+    path = write_refine_report(tmp_path, results, summarise_results(results), [])
+    page = path.read_text(encoding="utf-8")
+    assert path == tmp_path / "report.html"
+    assert "waveform cue found &lt;/details&gt;" in page
+    assert "spec says &#x27;timing diagram&#x27;" in page
+    assert f"Showing {MAX_TRACE_EVENTS} of {MAX_TRACE_EVENTS + 6} events" in page
+    assert f"step {MAX_TRACE_EVENTS - 2}" in page and f"step {MAX_TRACE_EVENTS}<" not in page
+    assert "no trace recorded" in page  # mux<4> has none
