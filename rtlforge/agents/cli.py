@@ -187,6 +187,12 @@ def register_commands(cli: Any) -> None:
                   help="Candidates per round (multi-candidate mode above 1).")
     @click.option("--symbolic/--no-symbolic", default=True, show_default=True,
                   help="Try the symbolic solver first (zero LLM calls when it answers).")
+    @click.option("--decompose/--no-decompose", default=True, show_default=True,
+                  help="Build complex specs (3+ component keywords) as planned sub-modules.")
+    @click.option("--guidance/--no-guidance", default=True, show_default=True,
+                  help="Enrich each spec with the spec-guidance registry's advice.")
+    @click.option("--testbench/--no-testbench", default=True, show_default=True,
+                  help="Let the testbench agent write a testbench for tasks that have none.")
     @click.option("--optimize", is_flag=True,
                   help="After a pass, continue into an Optimize phase that keeps passing.")
     @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -197,8 +203,9 @@ def register_commands(cli: Any) -> None:
                   help="One JSON object per task on stdout, as each task finishes.")
     def refine(tasks_dir: Path, fmt: str, task_ids: tuple[str, ...], generator_name: str,
                gen_opts: tuple[str, ...], agents_file: Path | None, router_spec: str,
-               max_iterations: int, candidates: int, symbolic: bool, optimize: bool,
-               run_dir: Path, overwrite: bool, as_json: bool) -> None:
+               max_iterations: int, candidates: int, symbolic: bool, decompose: bool,
+               guidance: bool, testbench: bool, optimize: bool, run_dir: Path,
+               overwrite: bool, as_json: bool) -> None:
         """Solve tasks with specialised agents: symbolic tier, specialists, then the router.
 
         Exit 0 when every task passed, 1 otherwise, 2 usage errors, 3 an infrastructure
@@ -226,15 +233,12 @@ def register_commands(cli: Any) -> None:
                 raise click.UsageError(f"unknown task ids: {', '.join(missing)}")
             task_map = {t: task_map[t] for t in dict.fromkeys(task_ids)}
         roles, enabled = _agents_file(host, agents_file)
-        if enabled is not None:
-            click.secho(f"warning: --agents {agents_file}: 'enabled' is recorded with the run "
-                        "but not applied (the orchestrator uses every registered role)",
-                        fg="yellow", err=True)
         settings = refine_settings(
             tasks=task_map, generator=generator_name, generator_options=options,
             router=router_name, router_options=router_options, roles=roles,
             enabled=enabled, agents_file=agents_file, max_iterations=max_iterations,
-            candidates=candidates, symbolic=symbolic, optimize=optimize)
+            candidates=candidates, symbolic=symbolic, optimize=optimize,
+            seams={"decompose": decompose, "guidance": guidance, "testbench": testbench})
         run = RefineRun(run_dir, settings, overwrite=overwrite)
         try:  # a refused run directory is a usage error, reported before any work starts
             run.check()
@@ -249,7 +253,8 @@ def register_commands(cli: Any) -> None:
         view = None if as_json else LiveView(len(task_map))
         try:
             orchestrator = Orchestrator(
-                generator=generator, host=host, roles=roles,
+                generator=generator, host=host, roles=roles, enabled_roles=enabled,
+                decomposer=decompose, guidance=guidance, testbench=testbench,
                 router=router, max_iterations=max_iterations, candidates=candidates,
                 symbolic=symbolic, optimize=optimize, run_dir=run.run_dir,
                 sinks=() if view is None else (view,))

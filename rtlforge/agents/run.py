@@ -75,8 +75,8 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
                     generator_options: Mapping[str, Any], router: str,
                     router_options: Mapping[str, Any], roles: Mapping[str, Any],
                     agents_file: str | Path | None, max_iterations: int, candidates: int,
-                    symbolic: bool, optimize: bool, enabled: Sequence[str] | None = None
-                    ) -> dict[str, Any]:
+                    symbolic: bool, optimize: bool, enabled: Sequence[str] | None = None,
+                    seams: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """The result-defining settings of a refine run, as settings.json stores them.
 
     Harmless settings (``--json``, the live view, ``--run-dir`` itself) are not in it.
@@ -93,6 +93,8 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
                    "enabled": list(enabled) if enabled is not None else None},
         "max_iterations": max_iterations, "candidates": candidates, "symbolic": symbolic,
         "optimize": optimize,
+        # the seams (decomposition, guidance, generated testbenches): all on unless switched off
+        "seams": {name: bool(on) for name, on in sorted((seams or {}).items())},
         "tasks": {tid: task_digest(tasks[tid]) for tid in sorted(tasks)},
     }
 
