@@ -24,6 +24,10 @@ _FLAG_TEXT = (
 )
 
 
+#: The heading above an attempt's validation feedback (scripts and tests look for it).
+FEEDBACK_HEADING = "What validation reported about it:"
+
+
 def frame(heading: str, body: str, *, fence: str | None = None) -> str:
     """``heading`` then ``body`` (in a ```fence block when given), or "" for an empty body."""
     body = body.strip()
@@ -51,7 +55,7 @@ class BuiltinRole(AgentRole):
                                      "redefine them):", str(values["submodules"]), fence="verilog")
         values["code"] = frame(f"Your previous attempt (iteration {ctx.iteration}):",
                                str(values["code"]), fence="verilog")
-        values["feedback"] = frame("What validation reported about it:", str(values["feedback"]))
+        values["feedback"] = frame(FEEDBACK_HEADING, str(values["feedback"]))
         values["waveform"] = frame("Signals around the first mismatch (from the simulation "
                                    "dump; rows marked * disagree with the reference):",
                                    str(values["waveform"]))
