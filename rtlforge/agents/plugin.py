@@ -36,3 +36,10 @@ def register_routers(register: Register) -> None:
 
     for router in BUILTIN_ROUTERS:
         register(router)
+
+
+@hookimpl
+def register_trainers(register: Register) -> None:
+    from rtlforge.agents.router.trainer import RouterTrainer
+
+    register(RouterTrainer)
