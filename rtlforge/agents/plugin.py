@@ -43,3 +43,10 @@ def register_commands(cli: object) -> None:
     from rtlforge.agents.cli import register_commands as add_refine
 
     add_refine(cli)
+
+
+@hookimpl
+def register_trainers(register: Register) -> None:
+    from rtlforge.agents.router.trainer import RouterTrainer
+
+    register(RouterTrainer)
