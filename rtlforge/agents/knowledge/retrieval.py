@@ -58,30 +58,29 @@ class KeywordRetriever(Retriever):
 
     def __init__(self, entries: Sequence[KnowledgeEntry] | None = None) -> None:
         super().__init__(entries)
-        self._fields = [
-            (entry, set(tokens(entry.title)), set(tokens(entry.description)),
-             {t for kw in entry.keywords for t in tokens(kw)},
-             set(tokens(entry.code_template or "")))
-            for entry in self.entries
-        ]
+        # An inverted index, term -> [(entry index, ((field, weight), ...))]: a query costs its
+        # terms' postings, not every entry times every term (the loop queries every round).
+        self._postings: dict[str, list[tuple[int, tuple[tuple[str, float], ...]]]] = {}
+        for index, entry in enumerate(self.entries):
+            fields = (("title", TITLE, set(tokens(entry.title))),
+                      ("description", DESCRIPTION, set(tokens(entry.description))),
+                      ("keyword", KEYWORD, {t for kw in entry.keywords for t in tokens(kw)}),
+                      ("template", TEMPLATE, set(tokens(entry.code_template or ""))))
+            for term in set().union(*(field for _, _, field in fields)):
+                parts = tuple((label, weight) for label, weight, field in fields
+                              if term in field)
+                self._postings.setdefault(term, []).append((index, parts))
 
     def rank(self, query: str, *, focus: Focus) -> list[Hit]:
-        terms = query_terms(query)
-        hits: list[Hit] = []
-        for entry, title, description, keywords, template in self._fields:
-            score = 0.0
-            why: list[str] = []
-            for term in terms:
-                parts = [(label, weight) for label, weight, field in (
-                    ("title", TITLE, title), ("description", DESCRIPTION, description),
-                    ("keyword", KEYWORD, keywords), ("template", TEMPLATE, template))
-                    if term in field]
-                if parts:
-                    score += sum(weight for _, weight in parts)
-                    why.append(f"{term}: " + ", ".join(f"{label} +{weight}"
-                                                       for label, weight in parts))
-            if score > 0:
-                hits.append(Hit(entry=entry, score=round(score, 6), why=tuple(why)))
+        scores: dict[int, float] = {}
+        why: dict[int, list[str]] = {}
+        for term in query_terms(query):
+            for index, parts in self._postings.get(term, ()):
+                scores[index] = scores.get(index, 0.0) + sum(weight for _, weight in parts)
+                why.setdefault(index, []).append(
+                    f"{term}: " + ", ".join(f"{label} +{weight}" for label, weight in parts))
+        hits = [Hit(entry=self.entries[index], score=round(score, 6), why=tuple(why[index]))
+                for index, score in scores.items() if score > 0]
         return focus_order(hits, focus)
 
 
