@@ -102,3 +102,15 @@ def test_written_report_inlines_the_trace_capped(tmp_path: Path) -> None:
     assert f"Showing {MAX_TRACE_EVENTS} of {MAX_TRACE_EVENTS + 6} events" in page
     assert f"step {MAX_TRACE_EVENTS - 2}" in page and f"step {MAX_TRACE_EVENTS}<" not in page
     assert "no trace recorded" in page  # mux<4> has none
+
+
+def test_a_failed_task_shows_its_validation_feedback_escaped() -> None:
+    from rtlforge.core.models import Feedback, StageResult, ValidationReport
+
+    report = ValidationReport(verdict=Verdict.FAIL, stages=(StageResult(
+        name="iverilog-sim", verdict=Verdict.FAIL, feedback=(Feedback(
+            category="sim_mismatch", message=f"Mismatches: 3 in 10 samples {EVIL}"),)),))
+    failed = _results()[1].model_copy(update={"report": report})
+    page = render_refine_html(summarise_results([failed]), [failed], [])
+    assert "[sim_mismatch] Mismatches: 3 in 10 samples &lt;/details&gt;" in page
+    assert "<script" not in page
