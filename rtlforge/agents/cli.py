@@ -25,6 +25,23 @@ if TYPE_CHECKING:
 __all__ = ["LiveView", "parse_router", "register_commands"]
 
 
+def _guidance(host: Any, enabled: bool, gate_path: Path | None) -> Any:
+    """The orchestrator's guidance seam: off, the registry's default, or chosen by a gate."""
+    import click
+
+    if not enabled or gate_path is None:
+        return enabled
+    from rtlforge.agents.guidance.gate import GuidanceGate
+    from rtlforge.agents.guidance.registry import guidance_seam
+    from rtlforge.core.errors import RtlforgeError
+
+    try:
+        gate = GuidanceGate.load(gate_path)
+    except (RtlforgeError, OSError, ValueError) as exc:
+        raise click.UsageError(f"--guidance-gate {gate_path}: {exc}") from exc
+    return guidance_seam(host, gate=gate)
+
+
 def parse_router(spec: str) -> tuple[str, dict[str, Any]]:
     """``heuristic`` -> ("heuristic", {}); ``ppo:PATH`` -> ("ppo", {"path": "PATH"})."""
     import click
@@ -191,6 +208,10 @@ def register_commands(cli: Any) -> None:
                   help="Build complex specs (3+ component keywords) as planned sub-modules.")
     @click.option("--guidance/--no-guidance", default=True, show_default=True,
                   help="Enrich each spec with the spec-guidance registry's advice.")
+    @click.option("--guidance-gate", "gate_path", type=click.Path(dir_okay=False, exists=True,
+                                                                  path_type=Path),
+                  help="A trained guidance gate (JSON weights) that picks the guidance "
+                       "configuration per task (default: the fixed 'detectors' configuration).")
     @click.option("--testbench/--no-testbench", default=True, show_default=True,
                   help="Let the testbench agent write a testbench for tasks that have none.")
     @click.option("--optimize", is_flag=True,
@@ -204,7 +225,8 @@ def register_commands(cli: Any) -> None:
     def refine(tasks_dir: Path, fmt: str, task_ids: tuple[str, ...], generator_name: str,
                gen_opts: tuple[str, ...], agents_file: Path | None, router_spec: str,
                max_iterations: int, candidates: int, symbolic: bool, decompose: bool,
-               guidance: bool, testbench: bool, optimize: bool, run_dir: Path,
+               guidance: bool, gate_path: Path | None, testbench: bool, optimize: bool,
+               run_dir: Path,
                overwrite: bool, as_json: bool) -> None:
         """Solve tasks with specialised agents: symbolic tier, specialists, then the router.
 
@@ -238,7 +260,8 @@ def register_commands(cli: Any) -> None:
             router=router_name, router_options=router_options, roles=roles,
             enabled=enabled, agents_file=agents_file, max_iterations=max_iterations,
             candidates=candidates, symbolic=symbolic, optimize=optimize,
-            seams={"decompose": decompose, "guidance": guidance, "testbench": testbench})
+            seams={"decompose": decompose, "guidance": guidance, "testbench": testbench},
+            gate=gate_path)
         run = RefineRun(run_dir, settings, overwrite=overwrite)
         try:  # a refused run directory is a usage error, reported before any work starts
             run.check()
@@ -254,7 +277,8 @@ def register_commands(cli: Any) -> None:
         try:
             orchestrator = Orchestrator(
                 generator=generator, host=host, roles=roles, enabled_roles=enabled,
-                decomposer=decompose, guidance=guidance, testbench=testbench,
+                decomposer=decompose, guidance=_guidance(host, guidance, gate_path),
+                testbench=testbench,
                 router=router, max_iterations=max_iterations, candidates=candidates,
                 symbolic=symbolic, optimize=optimize, run_dir=run.run_dir,
                 sinks=() if view is None else (view,))

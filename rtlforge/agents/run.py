@@ -76,7 +76,8 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
                     router_options: Mapping[str, Any], roles: Mapping[str, Any],
                     agents_file: str | Path | None, max_iterations: int, candidates: int,
                     symbolic: bool, optimize: bool, enabled: Sequence[str] | None = None,
-                    seams: Mapping[str, bool] | None = None) -> dict[str, Any]:
+                    seams: Mapping[str, bool] | None = None,
+                    gate: str | Path | None = None) -> dict[str, Any]:
     """The result-defining settings of a refine run, as settings.json stores them.
 
     Harmless settings (``--json``, the live view, ``--run-dir`` itself) are not in it.
@@ -95,6 +96,7 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
         "optimize": optimize,
         # the seams (decomposition, guidance, generated testbenches): all on unless switched off
         "seams": {name: bool(on) for name, on in sorted((seams or {}).items())},
+        "guidance_gate": {"file": str(gate), "file_digest": _file_digest(gate)} if gate else None,
         "tasks": {tid: task_digest(tasks[tid]) for tid in sorted(tasks)},
     }
 

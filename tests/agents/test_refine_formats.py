@@ -70,3 +70,23 @@ def test_refine_on_the_rtllm_layout(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     [row] = [json.loads(line) for line in result.stdout.splitlines()]
     assert row["verdict"] == "pass" and row["iterations"] == 2
+
+
+@pytest.mark.tools
+def test_a_guidance_gate_file_picks_the_configuration_and_is_recorded(tmp_path: Path) -> None:
+    from rtlforge.agents.guidance.gate import GuidanceGate
+
+    gate = tmp_path / "gate.json"
+    GuidanceGate().save(gate)
+    script = {"Prob002_count4": {"*": [COUNT4]}}
+    result = _refine(tmp_path, VERILOGEVAL, "verilogeval", script, "--task", "Prob002_count4",
+                     "--guidance-gate", str(gate))
+    assert result.exit_code == 0, result.output
+    settings = json.loads((tmp_path / "run" / "settings.json").read_text())
+    assert settings["guidance_gate"]["file"] == str(gate)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something else"}', encoding="utf-8")
+    (tmp_path / "other").mkdir()
+    refused = _refine(tmp_path / "other", VERILOGEVAL, "verilogeval", script,
+                      "--guidance-gate", str(bad))
+    assert refused.exit_code == 2 and "not a guidance gate file" in refused.output
