@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 import secrets
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -212,12 +212,18 @@ class _Checks:
 
 
 def _fail(reason: str, lines: list[str], stage: str, files: Mapping[str, str],
-          category: str = "sim_mismatch", checks: _Checks | None = None) -> Judgement:
+          category: str = "sim_mismatch", checks: _Checks | None = None,
+          all_lines: Sequence[str] | None = None) -> Judgement:
+    """A failure showing the decisive ``lines``; its failing checks are read from
+    ``all_lines`` (the testbench's whole output) when given: a summary line decides the
+    verdict, but the checks are described on other lines (VerilogEval's "Hint: Output 'q' has
+    N mismatches. First mismatch occurred at time T.")."""
     shown = [line.strip() for line in lines[:MAX_REPORTED_LINES]]
     message = reason + (":\n" + "\n".join(shown) if shown else "")
     feedback = make_feedback(category, message, stage=stage, files=files)
     if checks is not None:
-        found = failing_checks(lines, time_unit=checks.time_unit, outputs=checks.outputs)
+        found = failing_checks(all_lines if all_lines is not None else lines,
+                               time_unit=checks.time_unit, outputs=checks.outputs)
         feedback = feedback.model_copy(update={"mismatches": found})
     return Judgement(Verdict.FAIL, reason, (feedback,))
 
@@ -252,7 +258,7 @@ def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simul
             failing = [line for line in lines if fail_re.search(line)]
             if failing:
                 return _fail("the testbench reported a failure", failing, stage, files,
-                             checks=checks)
+                             checks=checks, all_lines=lines)
         pass_re = _compiled(rule.pass_regex)
         if any(pass_re.search(line) for line in lines):
             return Judgement(Verdict.PASS, "the testbench reported a pass")

@@ -3,6 +3,7 @@ waveform windows only for roles that show them, decomposition only for complex s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -140,3 +141,35 @@ def test_guidance_enriches_the_spec_once_at_the_top_of_the_loop(tmp_path: Any) -
     assert "fifo" in applied and spec.startswith(task.spec) and len(spec) > len(task.spec)
     analysis = orch_events(result)[0]
     assert analysis.kind is ThoughtKind.ANALYSIS and analysis.data["guidance"] == list(applied)
+
+
+COUNT4_WRONG = """```verilog
+module TopModule(input clk, input reset, output reg [3:0] q);
+  always @(posedge clk) if (reset) q <= 4'd0; else q <= q + 4'd2;
+endmodule
+```"""
+
+
+@pytest.mark.tools
+def test_the_debug_prompt_shows_the_signals_around_the_first_mismatch() -> None:
+    from pathlib import Path
+
+    from rtlforge.plugins.generators.scripted import ScriptedGenerator as Scripted
+    from rtlforge.tasks.verilogeval import load_verilogeval
+
+    root = Path(__file__).resolve().parents[1] / "tasks" / "fixtures" / "verilogeval"
+    task = {t.id: t for t in load_verilogeval(root / "dataset_spec-to-rtl")}["Prob002_count4"]
+    generator = Scripted(script={task.id: {"fast": [COUNT4_WRONG], "debug": [COUNT4_WRONG]}})
+    prompts: list[str] = []
+    inner = generator.generate
+    generator.generate = lambda reqs, params: (  # type: ignore[method-assign]
+        prompts.extend(r.prompt for r in reqs) or inner(reqs, params))
+    with Orchestrator(generator=generator, host=_host(), router="always-fast", symbolic=False,
+                      max_iterations=2) as orch:
+        result = orch.solve(task)
+    assert result.verdict is Verdict.FAIL and result.agents == ("fast", "debug")
+    assert "Signals around the first mismatch" not in prompts[0]
+    window = prompts[1].split("Signals around the first mismatch", 1)[1]
+    # q counts by 2 instead of 1: the first disagreeing row has reference 1 and design 2
+    assert "q_ref" in window and "q_dut" in window
+    assert re.search(r"\*\s+\d+ps\s+0\s+1\s+4'b0001\s+4'b0010\s+<- first mismatch", window)

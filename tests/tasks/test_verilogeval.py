@@ -224,6 +224,9 @@ def test_a_wrong_design_fails_with_the_mismatch_count() -> None:
     assert len(counts) == 1
     wrong, total = map(int, counts[0])
     assert 0 < wrong < total
+    # the summary decides the verdict; the failing check is read from the testbench's hint line
+    [check] = [m for f in report.feedback for m in f.mismatches]
+    assert check.signal == "out" and check.count == wrong and check.time is not None
 
 
 @pytest.mark.tools

@@ -30,8 +30,8 @@ FEEDBACK_HEADING = "What validation reported about it:"
 
 def frame(heading: str, body: str, *, fence: str | None = None) -> str:
     """``heading`` then ``body`` (in a ```fence block when given), or "" for an empty body."""
-    body = body.strip()
-    if not body:
+    body = body.strip("\n").rstrip()  # keep the first line's indent: tables stay aligned
+    if not body.strip():
         return ""
     if fence is not None:
         body = f"```{fence}\n{body}\n```"
