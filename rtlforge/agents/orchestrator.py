@@ -607,15 +607,18 @@ class Orchestrator:
         before = self.generator.usage()
         candidate = self.decomposer(task=run.task, spec=run.spec, generator=self.generator,
                                     trace=run.trace, host=self.host)
-        if candidate is None:
-            run.trace.emit(ThoughtKind.ANALYSIS, "decomposition does not apply")
-            return False
         after = self.generator.usage()
         calls = tokens_in = tokens_out = 0
         if before is not None and after is not None:
             calls = after.requests - before.requests
             tokens_in = after.prompt_tokens - before.prompt_tokens
             tokens_out = after.completion_tokens - before.completion_tokens
+        if candidate is None:  # not applicable, or no usable plan: its calls still cost
+            run.extra_calls += calls
+            run.extra_tokens += tokens_in + tokens_out
+            run.trace.emit(ThoughtKind.ANALYSIS, "no decomposed design; next tier",
+                           data={"llm_calls": calls, "tokens": tokens_in + tokens_out})
+            return False
         iteration = len(run.records)
         scored = self._validate(run, candidate, iteration=iteration, agent="decomposer")
         self._record(run, [scored], iteration=iteration, tier=Tier.DECOMPOSITION,

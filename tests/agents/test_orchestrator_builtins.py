@@ -173,3 +173,16 @@ def test_the_debug_prompt_shows_the_signals_around_the_first_mismatch() -> None:
     # q counts by 2 instead of 1: the first disagreeing row has reference 1 and design 2
     assert "q_ref" in window and "q_dut" in window
     assert re.search(r"\*\s+\d+ps\s+0\s+1\s+4'b0001\s+4'b0010\s+<- first mismatch", window)
+
+
+def test_a_failed_decomposition_still_counts_its_llm_calls() -> None:
+    task = AND_TASK.model_copy(update={
+        "id": "system", "spec": AND_TASK.spec + " It is part of a system with an ALU, a "
+                                "register file, a counter and an FSM controller."})
+    script = {"system": {"decompose": ["not a plan", "still not a plan"], "fast": [AND_DESIGN]}}
+    with Orchestrator(generator=ScriptedGenerator(script=script), host=_host(),
+                      router="always-fast", symbolic=False, testbench=False,
+                      max_iterations=1) as orch:
+        result = orch.solve(task)
+    assert result.tiers == ("router",)  # no decomposed design: the loop took over
+    assert result.llm_calls == 3  # two plan attempts and one design
