@@ -96,7 +96,9 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
         "optimize": optimize,
         # the seams (decomposition, guidance, generated testbenches): all on unless switched off
         "seams": {name: bool(on) for name, on in sorted((seams or {}).items())},
-        "guidance_gate": {"file": str(gate), "file_digest": _file_digest(gate)} if gate else None,
+        # only when given, so runs without a gate resume across this addition
+        **({"guidance_gate": {"file": str(gate), "file_digest": _file_digest(gate)}}
+           if gate else {}),
         "tasks": {tid: task_digest(tasks[tid]) for tid in sorted(tasks)},
     }
 
