@@ -30,6 +30,10 @@ demo: tools venv
 		--method pareto=replay:pareto --method spec=replay:spec \
 		--generator-option path=examples/explore/recorded.jsonl --select method,iteration \
 		--iterations 4 --checkpoints 1,2,4 --run-dir runs/demo/explore
+	# validation-first refinement with scripted answers (docs/agents.md): runs/demo/refine/report.html
+	$(BIN)/python examples/refine/bundled_script.py examples/tasks runs/demo/bundled-script.json
+	$(BIN)/rtlforge refine --tasks examples/tasks --generator scripted \
+		--generator-option path=runs/demo/bundled-script.json --run-dir runs/demo/refine --overwrite
 
 # SFT warm start, then PPO with the AST reward from its output (~2 min on 2 CPU cores); the
 # reward per step is in runs/ppo-ast/metrics.jsonl (docs/training.md, "Examples that learn").

@@ -7,7 +7,7 @@ this script therefore shows the loop's mechanics: a failing first attempt, feedb
 next prompt, a pass in the second iteration, with every decision and its cost in the trace.
 It does not measure a model: the fix is the golden.
 
-    python benchmarks/bundled_refine_script.py examples/tasks runs/bundled-script.json
+    python examples/refine/bundled_script.py examples/tasks runs/bundled-script.json
     rtlforge refine --tasks examples/tasks --generator scripted \
         --generator-option path=runs/bundled-script.json --run-dir runs/refine-bundled
 """

@@ -9,7 +9,7 @@ prompt, so such a run measures the loop's mechanics and routing over real, often
 (what feedback would change is not measured). Tasks without shipped outputs are left out and
 listed on stderr.
 
-    python benchmarks/rtllm_refine_script.py ../shared/benchmarks/rtllm runs/rtllm-script.json
+    python examples/refine/rtllm_script.py ../shared/benchmarks/rtllm runs/rtllm-script.json
     rtlforge refine --tasks ../shared/benchmarks/rtllm --format rtllm --generator scripted \
         --generator-option path=runs/rtllm-script.json $(cat runs/rtllm-script.tasks) ...
 """
