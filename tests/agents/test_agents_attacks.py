@@ -1,0 +1,304 @@
+"""Attacks on the orchestration layer by an adversary who controls the LLM's answers, the task
+files, the agents file and what is left in a run directory (docs/security.md: bad input gets a
+typed result with a clear message, never a crash, a hang or a wrong verdict).
+
+Each test is a finding of the attack round of issue 12 (or a standing check of a path that
+held); the module docstring of each group says what the attack was.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rtlforge.agents.decompose import Decomposer, DecompositionError, parse_plan
+from rtlforge.agents.models import IterationRecord, SolveResult, Tier
+from rtlforge.agents.run import RefineRun, UnsafeRunDirError
+from rtlforge.agents.trace import ThoughtEvent, ThoughtKind, read_trace
+from rtlforge.core.models import Port, Task, ValidationReport, Verdict
+from rtlforge.testing.builders import make_candidate, make_task
+
+# ------------------------------------------------------------------ decomposition plans
+
+
+def _plan(names: list[str], port: str = "clk") -> str:
+    return json.dumps({"modules": [
+        {"name": n, "purpose": f"the {n.strip()} block",
+         "ports": [{"name": port, "direction": "input"}]} for n in names]})
+
+
+@pytest.mark.parametrize(("names", "port"), [
+    (["alu\n", "regs", "fsm", "ctl"], "clk"),  # `$` matches before a final newline
+    (["alu", "regs", "fsm", "ctl"], "clk\n"),
+])
+def test_plan_names_ending_in_a_newline_are_not_identifiers(names: list[str], port: str) -> None:
+    with pytest.raises(DecompositionError, match="not a Verilog identifier"):
+        parse_plan(_plan(names, port))
+
+
+def test_a_plan_with_a_newline_in_a_module_name_is_a_typed_decomposition_failure() -> None:
+    """Before the fix the name passed the plan check and SourceFile("alu\\n.v") raised a
+    pydantic error out of the decomposer: the orchestrator called that an infrastructure
+    failure, so LLM text ended the task as infra_error instead of a design problem."""
+    task = Task(id="sys", spec="An ALU, a register file and an FSM.", top="sys",
+                ports=(Port(name="clk", direction="input"),))
+    answers = {"decompose": _plan(["alu\n", "regs", "fsm", "ctl"])}
+
+    def call_llm(system: str | None, prompt: str, *, purpose: str) -> str:
+        return answers.get(purpose, "```verilog\nmodule x(input clk); endmodule\n```")
+
+    result = Decomposer(call_llm, lint=False, validate=False).build(task)
+    assert result.candidate is None and result.failed_step == "plan"
+    assert "not a Verilog identifier" in (result.error or "")
+
+
+# ------------------------------------------------------------------ the run directory
+
+
+TASKS = {"t": make_task("t", spec="spec of t")}
+SETTINGS = {"version": 1, "tasks": {"t": "digest"}}
+
+
+def _outside(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.jsonl").write_text("precious\n")
+    (outside / "summary.json").write_text("precious\n")
+    return outside
+
+
+def test_a_symlinked_traces_folder_is_refused_and_nothing_outside_is_deleted(
+        tmp_path: Path) -> None:
+    """Before the fix, resuming deleted every *.jsonl file of the folder the link pointed at
+    (the unfinished tasks' traces, as it thought)."""
+    outside = _outside(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "traces").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafeRunDirError, match=r"traces.*symbolic link"):
+        RefineRun(run_dir, SETTINGS).prepare()
+    assert (outside / "victim.jsonl").read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("name", ["summary.json", "report.html", "results.jsonl",
+                                  "decisions.jsonl", "settings.json"])
+def test_a_symlinked_run_file_is_refused_and_never_written_through(tmp_path: Path,
+                                                                    name: str) -> None:
+    outside = _outside(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / name).symlink_to(outside / "summary.json")
+    with pytest.raises(UnsafeRunDirError, match="symbolic link"):
+        run = RefineRun(run_dir, SETTINGS)
+        run.prepare()
+        run.write_summary([])
+    assert (outside / "summary.json").read_text() == "precious\n"
+
+
+def test_a_symlinked_trace_file_is_refused(tmp_path: Path) -> None:
+    outside = _outside(tmp_path)
+    run_dir = tmp_path / "run"
+    (run_dir / "traces").mkdir(parents=True)
+    (run_dir / "traces" / "t.jsonl").symlink_to(outside / "victim.jsonl")
+    with pytest.raises(UnsafeRunDirError, match=r"t\.jsonl"):
+        RefineRun(run_dir, SETTINGS).check()
+
+
+def test_overwrite_removes_symlinks_themselves_not_what_they_point_at(tmp_path: Path) -> None:
+    """Before the fix --overwrite crashed on a symlinked traces folder (rmtree refuses links)
+    and unlinked nothing else; now the links go and their targets stay."""
+    outside = _outside(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "traces").symlink_to(outside, target_is_directory=True)
+    (run_dir / "report.html").symlink_to(outside / "summary.json")
+    (run_dir / "unrelated.txt").write_text("not refine's\n")
+    run = RefineRun(run_dir, SETTINGS, overwrite=True)
+    run.prepare()
+    run.write_summary([])
+    assert (outside / "victim.jsonl").read_text() == "precious\n"
+    assert (outside / "summary.json").read_text() == "precious\n"
+    assert not (run_dir / "traces").is_symlink() and (run_dir / "traces").is_dir()
+    assert not (run_dir / "report.html").is_symlink()
+    assert (run_dir / "unrelated.txt").read_text() == "not refine's\n"
+
+
+def test_a_run_file_of_the_wrong_kind_is_a_clear_error(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / "results.jsonl").mkdir(parents=True)
+    (run_dir / "traces").write_text("a file where the traces folder goes\n")
+    with pytest.raises(UnsafeRunDirError, match=r"results\.jsonl"):
+        RefineRun(run_dir, SETTINGS).prepare()
+
+
+def _passing(task_id: str = "t", **update: Any) -> SolveResult:
+    candidate = make_candidate("module t; endmodule\n")
+    report = ValidationReport(verdict=Verdict.PASS, task_id=task_id)
+    result = SolveResult(task_id=task_id, verdict=Verdict.PASS, iterations=1, llm_calls=1,
+                         records=(IterationRecord(iteration=0, tier=Tier.ROUTER, agent="fast",
+                                                  verdict=Verdict.PASS),),
+                         tiers=(Tier.ROUTER,), agents=("fast",), solved_by=Tier.ROUTER,
+                         candidate=candidate, report=report)
+    return result.model_copy(update=update)
+
+
+def _stored(tmp_path: Path, results: bytes) -> RefineRun:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    run = RefineRun(run_dir, SETTINGS)
+    (run_dir / "settings.json").write_text(json.dumps(run.settings))
+    (run_dir / "results.jsonl").write_bytes(results)
+    return run
+
+
+def test_a_results_line_torn_inside_a_multibyte_character_is_dropped_not_a_crash(
+        tmp_path: Path) -> None:
+    """A killed run can tear the last line anywhere, also inside a UTF-8 sequence (the results
+    hold designs and messages verbatim): resuming crashed with UnicodeDecodeError."""
+    good = _passing().model_dump_json().encode() + b"\n"
+    torn = _passing(error="caf\u00e9").model_dump_json().encode()
+    torn = torn[:torn.index("\u00e9".encode()) + 1]  # the first byte of the two of é
+    run = _stored(tmp_path, good + torn)
+    done = run.prepare()
+    assert set(done) == {"t"}
+    assert (tmp_path / "run" / "results.jsonl").read_bytes() == good
+
+
+def test_absurdly_nested_json_in_results_and_settings_is_not_a_crash(tmp_path: Path) -> None:
+    deep = b"[" * 100_000 + b"\n"
+    run = _stored(tmp_path, deep)
+    assert run.prepare() == {}
+    (tmp_path / "run" / "settings.json").write_bytes(deep)
+    with pytest.raises(ValueError, match="other settings"):
+        RefineRun(tmp_path / "run", SETTINGS).check()
+
+
+@pytest.mark.parametrize("update", [
+    {"candidate": None},  # a pass without a design
+    {"report": ValidationReport(verdict=Verdict.FAIL, task_id="t")},  # its report says fail
+])
+def test_a_stored_pass_that_contradicts_itself_is_redone_not_trusted(
+        tmp_path: Path, update: dict[str, Any]) -> None:
+    run = _stored(tmp_path, _passing(**update).model_dump_json().encode() + b"\n")
+    assert run.finished() == {}
+
+
+def test_a_trace_torn_inside_a_multibyte_character_reads_back_without_it(
+        tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    ok = ThoughtEvent(kind=ThoughtKind.ANALYSIS, message="fine").model_dump_json().encode()
+    torn = ThoughtEvent(kind=ThoughtKind.ANALYSIS, message="\u00e9t\u00e9").model_dump_json()
+    path.write_bytes(ok + b"\n" + torn.encode()[:torn.encode().index(b"\xc3") + 1])
+    assert [e.message for e in read_trace(path)] == ["fine"]
+
+
+# ------------------------------------------------------------------ the CLI's live view
+
+
+HOSTILE = "x\x1b[2J\x1b[H\x1b]0;pwned\x07\x9b31m\u202egnp.exe\r\x08y"
+
+
+def test_the_live_view_shows_no_terminal_control_sequences() -> None:
+    """rich drops \\r, \\b and BEL but keeps ESC: a generator's error text (or anything else a
+    trace message quotes) could clear the screen, move the cursor or set the window title."""
+    from rich.console import Console
+
+    from rtlforge.agents.cli import LiveView
+
+    view = LiveView(total=1)
+    view(ThoughtEvent(kind=ThoughtKind.ERROR, message=HOSTILE, task_id="t" + HOSTILE,
+                      agent="a" + HOSTILE))
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=400).print(view._render())
+    shown = out.getvalue()
+    # rich's own styling is SGR only (ESC [ ... m); nothing else may reach the terminal
+    stripped = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert not any(c in stripped for c in "\x1b\x9b\x07\r\x08\u202e"), repr(shown)
+    assert "2J" in stripped  # the text is shown, made harmless
+
+
+def test_cli_text_from_results_is_made_plain() -> None:
+    from rtlforge.agents.cli import plain
+
+    assert plain(HOSTILE) == plain(plain(HOSTILE))
+    assert not any(c in plain(HOSTILE) for c in "\x1b\x9b\x07\r\x08\u202e")
+    assert plain("tab\tand\nnewline") == "tab and newline"
+
+
+# ------------------------------------------------------------------ labelling
+
+
+def test_the_summary_and_report_say_a_generated_testbench_judged_the_task(
+        tmp_path: Path) -> None:
+    """A generated testbench may print TEST PASSED unconditionally; that is allowed only for
+    tasks without a testbench, and then every output must say who judged."""
+    result = _passing(judge="generated")
+    assert result.summary()["judge"] == "generated"
+    run = RefineRun(tmp_path / "run", SETTINGS)
+    run.prepare()
+    _, report = run.write_summary([result])
+    html = report.read_text()
+    assert "judge" in html and "generated" in html
+
+
+# ------------------------------------------------------------------ router checkpoints
+
+
+def _checkpoint(tmp_path: Path, name: str) -> Path:
+    from rtlforge.agents.router.features import STATE_DIM
+    from rtlforge.agents.router.nets import ActorCritic, save_router
+
+    return save_router(tmp_path / name, ActorCritic(state_dim=STATE_DIM, hidden=8),
+                       router="ppo", step=1)
+
+
+def _edit_meta(path: Path, edit: Any) -> None:
+    from rtlforge.trainers.base import CHECKPOINT_FILE
+
+    meta = json.loads((path / CHECKPOINT_FILE).read_text())
+    (path / CHECKPOINT_FILE).write_text(json.dumps(edit(meta)))
+
+
+class _Evil:
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (os.system, ("touch " + os.environ.get("RTLFORGE_ATTACK_FLAG", "/nonexistent"),))
+
+
+def test_a_tampered_router_checkpoint_is_a_config_error_and_runs_no_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.load(weights_only=True) already refuses pickled code; every other way a checkpoint
+    can be wrong (garbage weights, wrong shapes, missing or mistyped state) crashed the CLI
+    with a traceback instead of the usage error `--router ppo:PATH` promises."""
+    import pickle
+
+    from rtlforge.agents.router.nets import WEIGHTS_FILE
+    from rtlforge.agents.router.policy import PPORouter
+    from rtlforge.core.errors import ConfigError
+
+    flag = tmp_path / "pwned"
+    monkeypatch.setenv("RTLFORGE_ATTACK_FLAG", str(flag))
+    cases: dict[str, Path] = {}
+    cases["pickled code"] = _checkpoint(tmp_path, "evil")
+    (cases["pickled code"] / WEIGHTS_FILE).write_bytes(pickle.dumps(_Evil()))
+    cases["garbage"] = _checkpoint(tmp_path, "garbage")
+    (cases["garbage"] / WEIGHTS_FILE).write_bytes(b"not a torch file")
+    edits = {"no hidden": lambda m: {**m, "state": {k: v for k, v in m["state"].items()
+                                                    if k != "hidden"}},
+             "other shape": lambda m: {**m, "state": {**m["state"], "hidden": 16}},
+             "text hidden": lambda m: {**m, "state": {**m["state"], "hidden": "x"}},
+             "no step": lambda m: {k: v for k, v in m.items() if k != "step"},
+             "state list": lambda m: {**m, "state": [1]},
+             "meta list": lambda m: [1]}
+    for label, edit in edits.items():
+        cases[label] = _checkpoint(tmp_path, label.replace(" ", "_"))
+        _edit_meta(cases[label], edit)
+    for label, path in cases.items():
+        with pytest.raises(ConfigError):
+            PPORouter(path=str(path))
+        assert not flag.exists(), label
