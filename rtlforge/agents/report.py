@@ -210,8 +210,9 @@ def _task_section(result: SolveResult, decisions: Sequence[Mapping[str, Any]],
     error = (f'<p class="warn">infrastructure error: {_esc(result.error)}</p>'
              if result.error else "")
     message = ""
-    if result.report is not None and not result.passed and result.report.message:
-        message = f'<div class="msg">{_esc(_cut(result.report.message, 1000))}</div>'
+    if result.report is not None and not result.passed and result.report.feedback:
+        text = "\n".join(f.message for f in result.report.feedback[:5])
+        message = f'<div class="msg">{_esc(_cut(text, 1000))}</div>'
     return (f'<details class="task" id="task-{_esc(quote(result.task_id))}"><summary>{head}'
             f"</summary>{error}{message}{_records_html(result)}{_decisions_html(decisions)}"
             f"{_trace_html(events, _trace_href(result.task_id))}{_candidate_html(result)}"

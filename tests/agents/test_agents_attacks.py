@@ -20,7 +20,7 @@ import pytest
 from rtlforge.agents.decompose import Decomposer, DecompositionError, parse_plan
 from rtlforge.agents.models import IterationRecord, SolveResult, Tier
 from rtlforge.agents.run import RefineRun, UnsafeRunDirError
-from rtlforge.agents.trace import ThoughtEvent, ThoughtKind, read_trace
+from rtlforge.agents.trace import ThoughtEvent, ThoughtKind, Trace, read_trace
 from rtlforge.core.models import Port, Task, ValidationReport, Verdict
 from rtlforge.testing.builders import make_candidate, make_task
 
@@ -302,3 +302,42 @@ def test_a_tampered_router_checkpoint_is_a_config_error_and_runs_no_code(
         with pytest.raises(ConfigError):
             PPORouter(path=str(path))
         assert not flag.exists(), label
+
+
+# ------------------------------------------------------------------ the HTML report
+
+
+XSS = '<script>alert(1)</script><img src=x onerror=alert(2)>"\'><a href="javascript:x">'
+
+
+def test_a_failed_task_with_hostile_text_everywhere_renders_escaped(tmp_path: Path) -> None:
+    """Before the fix any failed task that carried its validation report crashed the report
+    (it read ``ValidationReport.message``, which does not exist) and so ``rtlforge refine``
+    at its very end. Every value shown comes from tasks, models or tools: all escaped."""
+    from rtlforge.core.models import Feedback, StageResult
+
+    report = ValidationReport(verdict=Verdict.FAIL, task_id="t", stages=(StageResult(
+        name="sim", verdict=Verdict.FAIL,
+        feedback=(Feedback(category="mismatch", message="y wrong " + XSS, stage="sim"),)),))
+    task_id = "t" + XSS
+    result = SolveResult(task_id=task_id, verdict=Verdict.FAIL, iterations=1,
+                         records=(IterationRecord(iteration=0, tier=Tier.ROUTER,
+                                                  agent="fast", verdict=Verdict.FAIL,
+                                                  error_category=XSS, failed_stage=XSS),),
+                         agents=("fast",), tiers=(Tier.ROUTER,), report=report,
+                         candidate=make_candidate("module t; // " + XSS + "\nendmodule\n"),
+                         error=None)
+    run = RefineRun(tmp_path / "run", {"version": 1, "tasks": {task_id: "d"}})
+    run.prepare()
+    trace = Trace(task_id)
+    trace.emit(ThoughtKind.ERROR, XSS, evidence=(XSS,))
+    (tmp_path / "run" / "decisions.jsonl").write_text(json.dumps(
+        {"task_id": task_id, "iteration": 0, "router": XSS,
+         "action": {"agent": XSS, "focus": XSS, "reason": XSS},
+         "outcome": {"verdict": XSS}}) + "\n")
+    run.trace_path(task_id).write_text(trace.events[0].model_dump_json() + "\n")
+    _, path = run.write_summary([result])
+    html = path.read_text()
+    assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
+    assert "y wrong &lt;script&gt;" in html  # the failure message is shown, escaped
+
