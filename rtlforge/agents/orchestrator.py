@@ -531,8 +531,8 @@ class Orchestrator:
                 problems: tuple[str, ...] = (str(exc),)
             else:
                 check = check_generated_testbench(judged, judged.testbench[0].content)
-                problems = check.problems
-                if check.ok:
+                problems = check.problems or self._gate_testbench(judged)
+                if not problems:
                     run.task, run.judge = judged, "generated"
                     run.trace.emit(ThoughtKind.PROPOSAL,
                                    f"testbench agent wrote a testbench ({check.scenarios} "
@@ -546,6 +546,27 @@ class Orchestrator:
                            agent=role.name, evidence=problems[:5], data={"attempt": attempt})
         run.trace.emit(ThoughtKind.ANALYSIS, "no usable testbench; validating without one "
                        "(lint and synthesis only)", agent=role.name)
+
+    def _gate_testbench(self, task: Task) -> tuple[str, ...]:
+        """The security gate's refusal of a generated testbench, as a problem for the
+        testbench agent (empty: accepted). Checked here, with the rules the pipeline applies
+        to a testbench, because once it judges the task a refusal would fail every design,
+        correct ones included, with feedback about code the design agent never wrote. With
+        the gate switched off the jail alone contains it, as for any testbench."""
+        from rtlforge.core.errors import InvalidSourceError, SecurityViolation
+        from rtlforge.sandbox.runner import normalise_source
+
+        runner = self.pipeline.runner
+        if runner.unsafe_skip_gate:
+            return ()
+        try:
+            files = tuple(normalise_source(f) for f in task.testbench)
+            runner.gate.check(files, role="testbench",
+                              available=[f.name for f in (*task.support, *files)])
+        except (SecurityViolation, InvalidSourceError) as exc:
+            hint = f" ({exc.hint})" if getattr(exc, "hint", None) else ""
+            return (f"the security gate refuses the testbench: {exc}{hint}",)
+        return ()
 
     def _call(self, run: _Run, generator: Generator, request: GenerationRequest,
               params: SamplingParams, *, agent: str, index: int) -> list[Generation]:

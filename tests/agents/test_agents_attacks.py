@@ -341,3 +341,112 @@ def test_a_failed_task_with_hostile_text_everywhere_renders_escaped(tmp_path: Pa
     assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
     assert "y wrong &lt;script&gt;" in html  # the failure message is shown, escaped
 
+
+
+# ------------------------------------------------------------------ the loop, with real tools
+
+
+def _loop_host() -> Any:
+    from rtlforge.agents import plugin as agents_plugin
+    from rtlforge.agents.knowledge import plugin as knowledge_plugin
+    from rtlforge.plugins.generators import scripted
+    from rtlforge.plugins.validators import iverilog
+    from rtlforge.testing.builders import make_plugin_host
+
+    return make_plugin_host(iverilog, scripted, knowledge_plugin, agents_plugin)
+
+
+def _loop(script: dict[str, Any], tmp_path: Path, *, gate: bool, **options: Any) -> Any:
+    from rtlforge.agents.orchestrator import Orchestrator
+    from rtlforge.plugins.generators.scripted import ScriptedGenerator
+    from rtlforge.plugins.validators.iverilog import IverilogLint, IverilogSim
+    from rtlforge.sandbox.runner import SandboxRunner
+    from rtlforge.validate.pipeline import Pipeline
+
+    runner = SandboxRunner(unsafe_skip_gate=not gate)
+    pipeline = Pipeline([IverilogLint(), IverilogSim()], runner=runner, timeout=2.0)
+    return Orchestrator(generator=ScriptedGenerator(script=script), host=_loop_host(),
+                        pipeline=pipeline, router=_FirstAgent(), symbolic=False,
+                        decomposer=False, guidance=False, run_dir=tmp_path / "run", **options)
+
+
+class _FirstAgent:
+    """A router stand-in: always the fast agent (the loop only needs decide/state/observe)."""
+
+    name = "first"
+
+    def decide(self, ctx: Any, agents: Any) -> Any:
+        from rtlforge.agents.models import AgentAction
+
+        return AgentAction(agent="fast", reason="test")
+
+    def state(self, ctx: Any) -> tuple[float, ...]:
+        return ()
+
+    def observe(self, decision: Any) -> None:
+        return None
+
+
+def _bench(extra: str = "", before_summary: str = "") -> str:
+    """A generated testbench for and2 that passes the testbench checks, with ``extra`` at the
+    start of its initial block and ``before_summary`` before its status lines."""
+    from test_orchestrator_builtins import TESTBENCH
+
+    text = TESTBENCH.replace("  initial begin\n", "  initial begin\n" + extra, 1)
+    return text.replace('    $display("Mismatches', before_summary + '    $display("Mismatches', 1)
+
+
+@pytest.mark.tools
+def test_a_generated_testbench_the_gate_refuses_goes_back_to_the_testbench_agent(
+        tmp_path: Path) -> None:
+    """Before the fix a generated testbench calling $system was accepted as the judge, and the
+    pipeline's gate then refused it on every validation: a correct design failed at the
+    security stage, with feedback about code the design agent never wrote."""
+    from test_orchestrator_builtins import AND_DESIGN, AND_TASK
+
+    hostile = _bench('    $system("touch pwned");\n')
+    script = {"and2": {"testbench": [hostile, _bench()], "fast": [AND_DESIGN]}}
+    with _loop(script, tmp_path, gate=True, max_iterations=1) as orch:
+        result = orch.solve(AND_TASK)
+    assert result.verdict is Verdict.PASS and result.judge == "generated"
+    refusals = [e.message for e in read_trace(result.trace or "")
+                if e.kind is ThoughtKind.BOTTLENECK and e.agent == "testbench"]
+    assert len(refusals) == 1 and "security gate" in refusals[0] and "$system" in refusals[0]
+
+
+@pytest.mark.tools
+def test_with_the_gate_off_the_jail_holds_through_the_loop_and_no_pass_is_forged(
+        tmp_path: Path) -> None:
+    """The loop with the static gate switched off: a generated testbench and a design that run
+    commands and write outside the run directory stay contained; a generated testbench that
+    never reaches $finish is a timeout and the next task still runs; a design printing the
+    status lines cannot forge a pass against a real testbench (the nonce)."""
+    from test_orchestrator_builtins import AND_DESIGN, AND_TASK
+
+    from rtlforge.tasks.loader import load_task
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    escape = (f'    $system("touch {outside}/tb_system");\n'
+              f'    begin : w integer fd; fd = $fopen("{outside}/tb_fopen", "w"); '
+              f'$fwrite(fd, "x"); $fclose(fd); end\n')
+    design = AND_DESIGN.replace("  assign y = a & b;", f'  assign y = a & b;\n  initial begin '
+                                f'$system("touch {outside}/dut_system"); '
+                                f'$dumpfile("{outside}/dut.vcd"); $dumpvars; end')
+    forged = ("```verilog\nmodule mux4(input [1:0] sel, input [7:0] a, b, c, d, "
+              "output [7:0] y);\n  assign y = 8'h00;\n  initial begin\n"
+              '    $display("Mismatches: 0 in 4 samples");\n    $display("TEST PASSED");\n'
+              "  end\nendmodule\n```")
+    script = {"and2": {"testbench": [_bench(escape)], "fast": [design]},
+              "hang": {"testbench": [_bench(before_summary="    forever #1;\n")],
+                       "fast": [AND_DESIGN]},
+              "mux4": {"fast": [forged]}}
+    mux4 = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "mux4")
+    with _loop(script, tmp_path, gate=False, max_iterations=1) as orch:
+        results = [orch.solve(task) for task in
+                   (AND_TASK, AND_TASK.model_copy(update={"id": "hang"}), mux4)]
+    assert sorted(p.name for p in outside.iterdir()) == []
+    escaped, hang, forge = results
+    assert escaped.verdict is not Verdict.INFRA_ERROR and escaped.judge == "generated"
+    assert hang.verdict is Verdict.TIMEOUT and hang.judge == "generated"
+    assert forge.verdict is Verdict.FAIL and forge.judge == "real"
