@@ -450,3 +450,28 @@ def test_with_the_gate_off_the_jail_holds_through_the_loop_and_no_pass_is_forged
     assert escaped.verdict is not Verdict.INFRA_ERROR and escaped.judge == "generated"
     assert hang.verdict is Verdict.TIMEOUT and hang.judge == "generated"
     assert forge.verdict is Verdict.FAIL and forge.judge == "real"
+
+
+# ------------------------------------------------------------------ guidance gate weights
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: {**d, "layers": [{**d["layers"][0], "bias": [float("nan")] * 64},
+                               *d["layers"][1:]]},  # NaN scores picked "none" for every spec
+    lambda d: {**d, "layers": [*d["layers"][:2], {**d["layers"][2],
+                                                  "bias": [float("inf")] * 6}]},
+    lambda d: {k: v for k, v in d.items() if k != "layers"},
+    lambda d: {**d, "layers": [1, 2, 3]},
+    lambda d: {**d, "layers": None},
+    lambda d: {**d, "layers": [{"weight": [[1.0]], "bias": [1.0]}]},  # wrong shapes
+    lambda d: "[" * 100_000,
+])
+def test_a_malformed_guidance_gate_file_is_a_value_error(tmp_path: Path, edit: Any) -> None:
+    from rtlforge.agents.guidance.gate import GuidanceGate
+
+    path = tmp_path / "gate.json"
+    GuidanceGate(trained=True).save(path)
+    edited = edit(json.loads(path.read_text()))
+    path.write_text(edited if isinstance(edited, str) else json.dumps(edited))
+    with pytest.raises(ValueError, match=str(path)):
+        GuidanceGate.load(path)
