@@ -475,3 +475,53 @@ def test_a_malformed_guidance_gate_file_is_a_value_error(tmp_path: Path, edit: A
     path.write_text(edited if isinstance(edited, str) else json.dumps(edited))
     with pytest.raises(ValueError, match=str(path)):
         GuidanceGate.load(path)
+
+
+# ------------------------------------------------------------------ TOML inputs
+
+
+DEEP_TOML = "x = " + "[" * 50_000 + "]" * 50_000 + "\n"
+
+
+def test_hostile_role_templates_are_config_errors(tmp_path: Path) -> None:
+    """Before the fix an undecodable template file and absurd nesting escaped as
+    UnicodeDecodeError / RecursionError (a traceback from `refine --agents`), and a format
+    spec such as {spec:>999999999} built a gigabyte-long prompt on every call."""
+    from rtlforge.agents.base import RoleTemplate, RoleTemplateError
+
+    (tmp_path / "bin.toml").write_bytes(b"\xff\xfe user = 'x'")
+    (tmp_path / "deep.toml").write_text(DEEP_TOML)
+    (tmp_path / "pad.toml").write_text('user = "{spec:>999999999}"\n')
+    (tmp_path / "conv.toml").write_text('user = "{spec!r}"\n')
+    for name in ("bin", "deep", "pad", "conv"):
+        with pytest.raises(RoleTemplateError):
+            RoleTemplate.load(tmp_path / f"{name}.toml")
+
+
+def test_hostile_agents_knowledge_detector_and_task_files_are_typed_errors(
+        tmp_path: Path) -> None:
+    from rtlforge.agents.config import AgentsFileError, load_agents_file
+    from rtlforge.agents.guidance.base import load_rules
+    from rtlforge.agents.knowledge.base import load_entries
+    from rtlforge.core.errors import TaskFormatError
+    from rtlforge.tasks.loader import load_task
+
+    deep = tmp_path / "deep.toml"
+    deep.write_text(DEEP_TOML)
+    with pytest.raises(AgentsFileError):
+        load_agents_file(deep)
+    def rules(path: Path) -> Any:
+        return load_rules(path.read_text(), label=str(path))
+
+    for loader in (load_entries, rules):
+        with pytest.raises(ValueError, match=r"deep\.toml"):
+            loader(deep)
+        scalar = tmp_path / "scalar.toml"
+        scalar.write_text("entry = 5\ndetector = 5\n")  # a number where a list of tables goes
+        with pytest.raises(ValueError, match=r"scalar\.toml"):
+            loader(scalar)
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    (task_dir / "task.toml").write_text('id = "t"\ntop = "t"\n' + DEEP_TOML)
+    with pytest.raises(TaskFormatError):
+        load_task(task_dir)
