@@ -525,3 +525,19 @@ def test_hostile_agents_knowledge_detector_and_task_files_are_typed_errors(
     (task_dir / "task.toml").write_text('id = "t"\ntop = "t"\n' + DEEP_TOML)
     with pytest.raises(TaskFormatError):
         load_task(task_dir)
+
+
+def test_the_sft_harvester_reads_a_torn_or_tampered_refine_run(tmp_path: Path) -> None:
+    """A killed refine run leaves results.jsonl torn anywhere, also inside a UTF-8 sequence:
+    the harvester crashed with UnicodeDecodeError; a pass whose candidate is not an object
+    crashed with AttributeError."""
+    from rtlforge.trainers.sft import _from_refine
+
+    good = _passing().model_dump_json().encode()
+    odd = json.dumps({"task_id": "u", "verdict": "pass", "candidate": [1]}).encode()
+    torn = _passing(error="caf\u00e9").model_dump_json().encode()
+    torn = torn[:torn.index("\u00e9".encode()) + 1]
+    (tmp_path / "results.jsonl").write_bytes(b"\n".join([good, odd, b"[" * 100_000, torn]))
+    got = list(_from_refine(tmp_path))
+    assert [(tid, code) for tid, code, _ in got] == [("t", "module t; endmodule\n"),
+                                                     ("u", None)]
