@@ -64,6 +64,7 @@ from rtlforge.agents.models import (
     SolveResult,
     Tier,
 )
+from rtlforge.agents.run import trace_path as run_trace_path
 from rtlforge.agents.trace import JsonlSink, ThoughtKind, Trace, TraceSink
 from rtlforge.core.errors import ConfigError, InfraError
 from rtlforge.core.interfaces import (
@@ -365,7 +366,7 @@ class Orchestrator:
     def solve(self, task: Task, *, guard: LeakageGuard | None = None) -> SolveResult:
         """Solve one task; never raises for what generators, tools or designs do."""
         start = time.perf_counter()
-        trace_path = (self.run_dir / "traces" / f"{_safe(task.id)}.jsonl"
+        trace_path = (run_trace_path(self.run_dir, task.id)
                       if self.run_dir is not None else None)
         jsonl: JsonlSink | None = None
         if trace_path is not None:
@@ -985,8 +986,4 @@ def _sequential(task: Task) -> bool | None:
     if not task.ports:
         return None
     return any(p.name.lower() in {"clk", "clock", "clk_i", "i_clk"} for p in task.ports)
-
-
-def _safe(task_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in task_id) or "task"
 

@@ -52,8 +52,13 @@ class UnsafeRunDirError(ConfigError, ValueError):
 
 def trace_path(run_dir: str | Path, task_id: str) -> Path:
     """Where the orchestrator writes a task's trace: ``traces/<id>.jsonl`` with every character
-    but letters, digits and ``._-`` replaced by ``_`` (its rule; a test holds the two equal)."""
-    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in task_id) or "task"
+    but ASCII letters, digits and ``._-`` replaced by ``_``; when anything was replaced, a
+    digest of the id is appended (``a b`` and ``a_b`` would otherwise share one file, and
+    solving one would delete the other's trace)."""
+    stem = "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "_" for c in task_id)
+    if stem != task_id or not stem.strip("."):
+        digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        stem = f"{stem[:100]}-{digest}"
     return Path(run_dir) / "traces" / f"{stem}.jsonl"
 
 

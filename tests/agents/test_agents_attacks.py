@@ -541,3 +541,16 @@ def test_the_sft_harvester_reads_a_torn_or_tampered_refine_run(tmp_path: Path) -
     got = list(_from_refine(tmp_path))
     assert [(tid, code) for tid, code, _ in got] == [("t", "module t; endmodule\n"),
                                                      ("u", None)]
+
+
+def test_task_ids_that_differ_only_in_replaced_characters_get_their_own_traces(
+        tmp_path: Path) -> None:
+    """``a b`` and ``a_b`` both became traces/a_b.jsonl: solving the second deleted the
+    first's trace, and the report showed one task's reasoning under the other."""
+    from rtlforge.agents.run import trace_path
+
+    ids = ["a_b", "a b", "a/b", "a\u00e9b", "a\u0435b", "..", "."]  # \u0435: Cyrillic e
+    paths = [trace_path(tmp_path, tid) for tid in ids]
+    assert len(set(paths)) == len(ids)
+    assert paths[0] == tmp_path / "traces" / "a_b.jsonl"  # a plain id keeps its own name
+    assert all(p.parent == tmp_path / "traces" and p.name.isascii() for p in paths)
