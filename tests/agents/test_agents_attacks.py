@@ -520,6 +520,13 @@ def test_hostile_agents_knowledge_detector_and_task_files_are_typed_errors(
         scalar.write_text("entry = 5\ndetector = 5\n")  # a number where a list of tables goes
         with pytest.raises(ValueError, match=r"scalar\.toml"):
             loader(scalar)
+    from rtlforge.plugins.generators.scripted import load_script
+
+    for name, text in (("deep.json", "[" * 100_000),
+                       ("deep_script.toml", "step = " + DEEP_TOML[4:])):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(TaskFormatError, match="not a valid script"):
+            load_script(tmp_path / name)
     task_dir = tmp_path / "task"
     task_dir.mkdir()
     (task_dir / "task.toml").write_text('id = "t"\ntop = "t"\n' + DEEP_TOML)
