@@ -561,3 +561,15 @@ def test_task_ids_that_differ_only_in_replaced_characters_get_their_own_traces(
     assert len(set(paths)) == len(ids)
     assert paths[0] == tmp_path / "traces" / "a_b.jsonl"  # a plain id keeps its own name
     assert all(p.parent == tmp_path / "traces" and p.name.isascii() for p in paths)
+
+
+def test_the_combined_lint_runs_in_the_loops_sandbox_runner() -> None:
+    """Each decomposition built its lint pipeline on a new SandboxRunner that nothing closed:
+    its gate workers (two processes) stayed alive after every complex task of a run."""
+    from rtlforge.core.plugins import PluginHost
+    from rtlforge.plugins.validators.iverilog import IverilogLint
+    from rtlforge.validate.pipeline import Pipeline
+
+    pipeline = Pipeline([IverilogLint()])
+    decomposer = Decomposer(lambda *a, **k: "", host=PluginHost.default(), pipeline=pipeline)
+    assert decomposer.lint_pipeline.runner is pipeline.runner
