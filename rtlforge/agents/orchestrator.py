@@ -278,6 +278,8 @@ class Orchestrator:
         if self._symbolic is not None:
             self._owned.append(self._symbolic)
         self.pipeline = pipeline if pipeline is not None else Pipeline.build(host=self.host)
+        if pipeline is None:  # its sandbox runner (gate workers, spawners) is ours to close
+            self._owned.append(self.pipeline.runner)
         self._stage_labels = {v.name: v.stage for v in self.pipeline.validators}
         self.roles = self._build_roles(roles or {}, enabled_roles)
         self.routed = tuple(name for name, role in self.roles.items() if role.routed)
@@ -343,7 +345,8 @@ class Orchestrator:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        """Close the generators and estimators built here (not the ones passed in)."""
+        """Close the generators, estimators and sandbox runner built here (not the ones
+        passed in)."""
         owned, self._owned = self._owned, []
         for item in owned:
             close = getattr(item, "close", None)

@@ -573,3 +573,17 @@ def test_the_combined_lint_runs_in_the_loops_sandbox_runner() -> None:
     pipeline = Pipeline([IverilogLint()])
     decomposer = Decomposer(lambda *a, **k: "", host=PluginHost.default(), pipeline=pipeline)
     assert decomposer.lint_pipeline.runner is pipeline.runner
+
+
+def test_the_orchestrator_closes_the_sandbox_runner_it_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rtlforge.agents.orchestrator import Orchestrator
+    from rtlforge.plugins.generators.scripted import ScriptedGenerator
+    from rtlforge.sandbox.runner import SandboxRunner
+
+    closed: list[SandboxRunner] = []
+    monkeypatch.setattr(SandboxRunner, "close", lambda self: closed.append(self))
+    with Orchestrator(generator=ScriptedGenerator(script={}), host=_loop_host(),
+                      router=_FirstAgent(), symbolic=False) as orch:
+        runner = orch.pipeline.runner
+    assert closed == [runner]
