@@ -183,12 +183,27 @@ class RefineRun:
                         f"run directory {self.run_dir}: traces/{path.name} is a symbolic "
                         f"link. Remove it, or start over with --overwrite.")
 
+    def _check_overwritable(self) -> None:
+        """``overwrite`` deletes refine's entries only where refine made them: a directory
+        with a ``traces/`` folder or a results file but no settings.json is someone else's
+        (``--run-dir ~ --overwrite`` must not delete ``~/traces``)."""
+        if self.settings_path.is_file() and not self.settings_path.is_symlink():
+            return
+        found = [name for name in RUN_FILES
+                 if (self.run_dir / name).exists() and not (self.run_dir / name).is_symlink()]
+        if found:
+            raise UnsafeRunDirError(
+                f"run directory {self.run_dir} has {', '.join(found)} but no settings.json: it "
+                f"is not a refine run directory, so --overwrite deletes nothing there. Use "
+                f"another --run-dir.")
+
     def check(self) -> None:
         """Raise :class:`RunSettingsMismatch` if the directory holds another run's results and
         :class:`UnsafeRunDirError` if one of refine's entries is a symbolic link or of the
         wrong kind (nothing is written: the CLI calls this before building anything
         expensive)."""
         if self.overwrite:
+            self._check_overwritable()
             return
         self._check_layout()
         if not self._has_results():

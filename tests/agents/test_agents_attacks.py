@@ -587,3 +587,13 @@ def test_the_orchestrator_closes_the_sandbox_runner_it_built(
                       router=_FirstAgent(), symbolic=False) as orch:
         runner = orch.pipeline.runner
     assert closed == [runner]
+
+
+def test_overwrite_refuses_a_directory_refine_did_not_make(tmp_path: Path) -> None:
+    """--overwrite deleted traces/, results.jsonl, ... in whatever --run-dir named, also a
+    directory refine never wrote (a home folder with its own traces/)."""
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "mine.jsonl").write_text("someone else's\n")
+    with pytest.raises(UnsafeRunDirError, match="not a refine run directory"):
+        RefineRun(tmp_path, SETTINGS, overwrite=True).prepare()
+    assert (tmp_path / "traces" / "mine.jsonl").read_text() == "someone else's\n"
