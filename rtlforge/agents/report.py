@@ -52,9 +52,14 @@ def _trace_href(task_id: str) -> str:
 
 
 def _trace_events(run_dir: Path, result: SolveResult) -> list[ThoughtEvent]:
+    """The task's trace from the run's traces folder only: the path a stored result names is
+    read only when it lies there (a tampered results.jsonl must not pull another file of the
+    host into the report), and never through a symbolic link."""
+    traces = (run_dir / "traces").resolve()
     for path in (trace_path(run_dir, result.task_id),
                  Path(result.trace) if result.trace else None):
-        if path is not None and path.is_file():
+        if (path is not None and path.is_file() and not path.is_symlink()
+                and path.resolve().parent == traces):
             return list(read_trace(path))
     return []
 

@@ -597,3 +597,13 @@ def test_overwrite_refuses_a_directory_refine_did_not_make(tmp_path: Path) -> No
     with pytest.raises(UnsafeRunDirError, match="not a refine run directory"):
         RefineRun(tmp_path, SETTINGS, overwrite=True).prepare()
     assert (tmp_path / "traces" / "mine.jsonl").read_text() == "someone else's\n"
+
+
+def test_the_report_reads_traces_only_from_the_runs_traces_folder(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(ThoughtEvent(kind=ThoughtKind.ANALYSIS, message="TOP-SECRET")
+                      .model_dump_json() + "\n")
+    run = RefineRun(tmp_path / "run", SETTINGS)
+    run.prepare()
+    _, report = run.write_summary([_passing(trace=str(secret))])
+    assert "TOP-SECRET" not in report.read_text()
