@@ -270,6 +270,7 @@ class _Evil:
         return (os.system, ("touch " + os.environ.get("RTLFORGE_ATTACK_FLAG", "/nonexistent"),))
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # the hand-written pickle
 def test_a_tampered_router_checkpoint_is_a_config_error_and_runs_no_code(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """torch.load(weights_only=True) already refuses pickled code; every other way a checkpoint
