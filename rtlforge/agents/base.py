@@ -78,9 +78,15 @@ class RoleTemplate:
     def __post_init__(self) -> None:
         for part, text in (("user", self.user), ("system", self.system or "")):
             try:
-                names = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
+                parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(text)
+                          if f is not None]
             except ValueError as exc:
                 raise RoleTemplateError(f"role template {self.name!r} {part}: {exc}") from exc
+            names = {f for f, _, _ in parsed}
+            if any(spec or conv for _, spec, conv in parsed):
+                # {spec:>999999999} would pad every prompt to a gigabyte; fields are plain text
+                raise RoleTemplateError(f"role template {self.name!r} {part}: fields take no "
+                                        "format spec or conversion; write {field} only")
             unknown = sorted(names - ROLE_FIELDS)
             if unknown:
                 raise RoleTemplateError(
@@ -91,7 +97,7 @@ class RoleTemplate:
     def from_toml(cls, text: str, *, origin: str = "<string>") -> RoleTemplate:
         try:
             raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
             raise RoleTemplateError(f"{origin}: not valid TOML: {exc}") from exc
         if set(raw) - {"name", "system", "user", "description"} or not isinstance(
                 raw.get("user"), str):
@@ -107,7 +113,7 @@ class RoleTemplate:
         if path.suffix == ".toml":
             try:
                 return cls.from_toml(path.read_text(encoding="utf-8"), origin=str(path))
-            except OSError as exc:
+            except (OSError, UnicodeDecodeError) as exc:
                 raise RoleTemplateError(f"role template {path}: {exc}") from exc
         bundled = resources.files("rtlforge.agents").joinpath("templates", f"{name_or_path}.toml")
         if not bundled.is_file():

@@ -11,6 +11,7 @@ import contextlib
 import json
 import sys
 import threading
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,16 @@ if TYPE_CHECKING:
     from rtlforge.agents.trace import ThoughtEvent
     from rtlforge.core.plugins import PluginHost
 
-__all__ = ["LiveView", "parse_router", "register_commands"]
+__all__ = ["LiveView", "parse_router", "plain", "register_commands"]
+
+
+def plain(text: str) -> str:
+    """``text`` safe for a terminal: tabs and line breaks become spaces, every other control or
+    format character (ESC, C1 controls such as CSI, bidi overrides) becomes U+FFFD. Task ids,
+    trace messages and error texts quote models, tools and task files; rich drops only some
+    controls and keeps ESC, which would let them clear the screen or move the cursor."""
+    return "".join(" " if c in "\t\n\r\v\f\u2028\u2029" else
+                   "\ufffd" if unicodedata.category(c)[0] == "C" else c for c in text)
 
 
 def _guidance(host: Any, enabled: bool, gate_path: Path | None) -> Any:
@@ -112,9 +122,9 @@ class LiveView:
         it = "-" if self.iteration is None else str(self.iteration + 1)
         text = Text()
         text.append(f"refine {self.done}/{self.total} done, {self.passed} passed", style="bold")
-        text.append(f"  task {self.task}  iteration {it}  agent {self.agent}  "
-                    f"last verdict {self.verdict}\n")
-        text.append(self.message[:160], style="dim")
+        text.append(plain(f"  task {self.task}  iteration {it}  agent {self.agent}  "
+                          f"last verdict {self.verdict}") + "\n")
+        text.append(plain(self.message[:160]), style="dim")
         return text
 
     def __enter__(self) -> LiveView:
@@ -151,14 +161,17 @@ def _print_table(results: Sequence[SolveResult], summary: Mapping[str, Any],
                  report: Path) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="refine")
     for col in ("task", "verdict", "iterations", "agents", "tiers", "LLM calls", "tokens"):
         table.add_column(col, justify="right" if col in ("iterations", "LLM calls", "tokens")
                          else "left")
     for r in results:
-        table.add_row(r.task_id, r.verdict.value, str(r.iterations), " > ".join(r.agents),
-                      ",".join(t.value for t in r.tiers), str(r.llm_calls), str(r.tokens))
+        # Text, not markup: a task id like "[link=...]x" is shown as written
+        table.add_row(Text(plain(r.task_id)), r.verdict.value, str(r.iterations),
+                      Text(plain(" > ".join(r.agents))), ",".join(t.value for t in r.tiers),
+                      str(r.llm_calls), str(r.tokens))
     console = Console()
     console.print(table)
     p1 = summary["pass_at_1"]
@@ -233,7 +246,12 @@ def register_commands(cli: Any) -> None:
         Exit 0 when every task passed, 1 otherwise, 2 usage errors, 3 an infrastructure
         failure of the whole run.
         """
-        from rtlforge.agents.run import RefineRun, RunSettingsMismatch, refine_settings
+        from rtlforge.agents.run import (
+            RefineRun,
+            RunSettingsMismatch,
+            UnsafeRunDirError,
+            refine_settings,
+        )
         from rtlforge.cli import (
             EXIT_INFRA,
             EXIT_NOT_PASSED,
@@ -265,7 +283,7 @@ def register_commands(cli: Any) -> None:
         run = RefineRun(run_dir, settings, overwrite=overwrite)
         try:  # a refused run directory is a usage error, reported before any work starts
             run.check()
-        except RunSettingsMismatch as exc:
+        except (RunSettingsMismatch, UnsafeRunDirError) as exc:
             raise click.UsageError(str(exc)) from exc
         generator = create_generator(host, generator_name, options)
         router = _create_router(host, router_name, router_options)
@@ -310,11 +328,11 @@ def register_commands(cli: Any) -> None:
         summary, report = run.write_summary(results)
         for r in results:
             if r.error:
-                click.secho(f"warning: task {r.task_id}: {r.verdict.value}: {r.error}",
+                click.secho(plain(f"warning: task {r.task_id}: {r.verdict.value}: {r.error}"),
                             fg="yellow", err=True)
         if failure is not None:
-            click.secho(f"error: {failure} ({len(results)} of {len(task_map)} tasks finished; "
-                        "rerun the same command to resume)", fg="red", err=True)
+            click.secho(plain(f"error: {failure} ({len(results)} of {len(task_map)} tasks "
+                              "finished; rerun the same command to resume)"), fg="red", err=True)
             sys.exit(EXIT_INFRA)
         if not as_json:
             _print_table(results, summary, report)

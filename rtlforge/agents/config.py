@@ -131,7 +131,7 @@ def load_agents_file(path: str | Path, *, roles: Collection[str] | None = None) 
         raw = tomllib.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise AgentsFileError(f"agents file {file}: {exc}") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise AgentsFileError(f"agents file {file}: not valid TOML: {exc}") from exc
     return parse_agents_config(raw, roles=roles, origin=str(file), base=file.parent)
 

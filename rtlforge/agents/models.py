@@ -175,4 +175,5 @@ class SolveResult(_Frozen):
         return {"task_id": self.task_id, "verdict": self.verdict.value,
                 "iterations": self.iterations, "llm_calls": self.llm_calls,
                 "tokens": self.tokens, "agents": list(self.agents),
-                "tiers": [t.value for t in self.tiers], "trace": self.trace}
+                "tiers": [t.value for t in self.tiers], "trace": self.trace,
+                "judge": self.judge}

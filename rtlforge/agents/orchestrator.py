@@ -64,6 +64,7 @@ from rtlforge.agents.models import (
     SolveResult,
     Tier,
 )
+from rtlforge.agents.run import trace_path as run_trace_path
 from rtlforge.agents.trace import JsonlSink, ThoughtKind, Trace, TraceSink
 from rtlforge.core.errors import ConfigError, InfraError
 from rtlforge.core.interfaces import (
@@ -277,6 +278,8 @@ class Orchestrator:
         if self._symbolic is not None:
             self._owned.append(self._symbolic)
         self.pipeline = pipeline if pipeline is not None else Pipeline.build(host=self.host)
+        if pipeline is None:  # its sandbox runner (gate workers, spawners) is ours to close
+            self._owned.append(self.pipeline.runner)
         self._stage_labels = {v.name: v.stage for v in self.pipeline.validators}
         self.roles = self._build_roles(roles or {}, enabled_roles)
         self.routed = tuple(name for name, role in self.roles.items() if role.routed)
@@ -342,7 +345,8 @@ class Orchestrator:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        """Close the generators and estimators built here (not the ones passed in)."""
+        """Close the generators, estimators and sandbox runner built here (not the ones
+        passed in)."""
         owned, self._owned = self._owned, []
         for item in owned:
             close = getattr(item, "close", None)
@@ -365,7 +369,7 @@ class Orchestrator:
     def solve(self, task: Task, *, guard: LeakageGuard | None = None) -> SolveResult:
         """Solve one task; never raises for what generators, tools or designs do."""
         start = time.perf_counter()
-        trace_path = (self.run_dir / "traces" / f"{_safe(task.id)}.jsonl"
+        trace_path = (run_trace_path(self.run_dir, task.id)
                       if self.run_dir is not None else None)
         jsonl: JsonlSink | None = None
         if trace_path is not None:
@@ -531,8 +535,8 @@ class Orchestrator:
                 problems: tuple[str, ...] = (str(exc),)
             else:
                 check = check_generated_testbench(judged, judged.testbench[0].content)
-                problems = check.problems
-                if check.ok:
+                problems = check.problems or self._gate_testbench(judged)
+                if not problems:
                     run.task, run.judge = judged, "generated"
                     run.trace.emit(ThoughtKind.PROPOSAL,
                                    f"testbench agent wrote a testbench ({check.scenarios} "
@@ -546,6 +550,27 @@ class Orchestrator:
                            agent=role.name, evidence=problems[:5], data={"attempt": attempt})
         run.trace.emit(ThoughtKind.ANALYSIS, "no usable testbench; validating without one "
                        "(lint and synthesis only)", agent=role.name)
+
+    def _gate_testbench(self, task: Task) -> tuple[str, ...]:
+        """The security gate's refusal of a generated testbench, as a problem for the
+        testbench agent (empty: accepted). Checked here, with the rules the pipeline applies
+        to a testbench, because once it judges the task a refusal would fail every design,
+        correct ones included, with feedback about code the design agent never wrote. With
+        the gate switched off the jail alone contains it, as for any testbench."""
+        from rtlforge.core.errors import InvalidSourceError, SecurityViolation
+        from rtlforge.sandbox.runner import normalise_source
+
+        runner = self.pipeline.runner
+        if runner.unsafe_skip_gate:
+            return ()
+        try:
+            files = tuple(normalise_source(f) for f in task.testbench)
+            runner.gate.check(files, role="testbench",
+                              available=[f.name for f in (*task.support, *files)])
+        except (SecurityViolation, InvalidSourceError) as exc:
+            hint = f" ({exc.hint})" if getattr(exc, "hint", None) else ""
+            return (f"the security gate refuses the testbench: {exc}{hint}",)
+        return ()
 
     def _call(self, run: _Run, generator: Generator, request: GenerationRequest,
               params: SamplingParams, *, agent: str, index: int) -> list[Generation]:
@@ -967,8 +992,4 @@ def _sequential(task: Task) -> bool | None:
     if not task.ports:
         return None
     return any(p.name.lower() in {"clk", "clock", "clk_i", "i_clk"} for p in task.ports)
-
-
-def _safe(task_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in task_id) or "task"
 

@@ -52,9 +52,14 @@ def _trace_href(task_id: str) -> str:
 
 
 def _trace_events(run_dir: Path, result: SolveResult) -> list[ThoughtEvent]:
+    """The task's trace from the run's traces folder only: the path a stored result names is
+    read only when it lies there (a tampered results.jsonl must not pull another file of the
+    host into the report), and never through a symbolic link."""
+    traces = (run_dir / "traces").resolve()
     for path in (trace_path(run_dir, result.task_id),
                  Path(result.trace) if result.trace else None):
-        if path is not None and path.is_file():
+        if (path is not None and path.is_file() and not path.is_symlink()
+                and path.resolve().parent == traces):
             return list(read_trace(path))
     return []
 
@@ -124,12 +129,16 @@ def _task_table(results: Sequence[SolveResult]) -> str:
     rows = [[f'<a href="#task-{_esc(quote(r.task_id))}">{_esc(r.task_id)}</a>',
              _verdict(r.verdict.value), str(r.iterations), _esc(" → ".join(r.agents)),
              _esc(", ".join(t.value for t in r.tiers)),
-             _esc(r.solved_by.value if r.solved_by else "–"), str(r.llm_calls), str(r.tokens),
-             _fmt(r.seconds, 3), f'<a href="{_esc(_trace_href(r.task_id))}">trace</a>']
+             _esc(r.solved_by.value if r.solved_by else "–"), _esc(r.judge), str(r.llm_calls),
+             str(r.tokens), _fmt(r.seconds, 3),
+             f'<a href="{_esc(_trace_href(r.task_id))}">trace</a>']
             for r in results]
     return "<h2>Tasks</h2>" + _table(
-        ["task", "verdict", "iterations", "agents", "tiers", "solved by", "LLM calls", "tokens",
-         "seconds", "trace"], rows, {2, 6, 7, 8})
+        ["task", "verdict", "iterations", "agents", "tiers", "solved by", "judge", "LLM calls",
+         "tokens", "seconds", "trace"], rows, {2, 7, 8, 9}) + (
+        "<p>judge: whose testbench gave the verdict: the task's own (real), one the "
+        "testbench agent wrote because the task had none (generated), or none (lint and "
+        "synthesis only).</p>")
 
 
 def _records_html(result: SolveResult) -> str:

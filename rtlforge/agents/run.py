@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from rtlforge.agents.models import SolveResult, Tier
+from rtlforge.core.errors import ConfigError
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Task, Verdict
 from rtlforge.explore.settings import RunSettingsMismatch, differences, redact
 
 __all__ = ["RUN_FILES", "SETTINGS_VERSION", "RefineRun", "RunSettingsMismatch",
-           "refine_settings", "summarise_results", "task_digest", "trace_path"]
+           "UnsafeRunDirError", "refine_settings", "summarise_results", "task_digest",
+           "trace_path"]
 
 log = get_logger("rtlforge.agents.run")
 
@@ -41,10 +43,22 @@ RUN_FILES = ("settings.json", "results.jsonl", "decisions.jsonl", "summary.json"
              "traces")
 
 
+class UnsafeRunDirError(ConfigError, ValueError):
+    """A run directory refine cannot use safely: one of its own entries is a symbolic link
+    (reading, writing or deleting through it would reach files outside the run) or of the
+    wrong kind. A usage error (exit 2); ``overwrite`` removes such entries, never their
+    targets."""
+
+
 def trace_path(run_dir: str | Path, task_id: str) -> Path:
     """Where the orchestrator writes a task's trace: ``traces/<id>.jsonl`` with every character
-    but letters, digits and ``._-`` replaced by ``_`` (its rule; a test holds the two equal)."""
-    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in task_id) or "task"
+    but ASCII letters, digits and ``._-`` replaced by ``_``; when anything was replaced, a
+    digest of the id is appended (``a b`` and ``a_b`` would otherwise share one file, and
+    solving one would delete the other's trace)."""
+    stem = "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "_" for c in task_id)
+    if stem != task_id or not stem.strip("."):
+        digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        stem = f"{stem[:100]}-{digest}"
     return Path(run_dir) / "traces" / f"{stem}.jsonl"
 
 
@@ -104,19 +118,31 @@ def refine_settings(*, tasks: Mapping[str, Task], generator: str,
 
 
 def _json_lines(path: Path) -> Iterable[dict[str, Any]]:
-    """The JSON objects of a JSONL file; a torn line (a killed run) is skipped."""
+    """The JSON objects of a JSONL file; a torn line (a killed run) is skipped, also one torn
+    inside a UTF-8 sequence, and so is a line nested too deep to parse."""
     if not path.is_file():
         return
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except ValueError:
+                obj = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
                 continue
             if isinstance(obj, dict):
                 yield obj
+
+
+def _consistent(result: SolveResult) -> bool:
+    """Whether a stored result can stand as finished: a pass must carry its design, and its
+    report, when stored, must be a pass too (a corrupted or hand-edited line that contradicts
+    itself is redone, not trusted). A line forged consistently is trusted: results.jsonl is
+    the user's own record, not a boundary."""
+    if result.verdict is not Verdict.PASS:
+        return True
+    return result.candidate is not None and (result.report is None
+                                             or result.report.verdict is Verdict.PASS)
 
 
 class RefineRun:
@@ -138,16 +164,59 @@ class RefineRun:
     def _has_results(self) -> bool:
         return self.settings_path.exists() or self.results_path.exists()
 
+    def _check_layout(self) -> None:
+        """Refuse entries refine would follow out of the run directory (symbolic links) or
+        could not use (a folder where a file goes, a file where ``traces/`` goes)."""
+        for name in RUN_FILES:
+            path = self.run_dir / name
+            if path.is_symlink():
+                raise UnsafeRunDirError(
+                    f"run directory {self.run_dir}: {name} is a symbolic link; refine reads, "
+                    f"writes and deletes only its own files. Remove it, or start over with "
+                    f"--overwrite (which removes the link, not its target).")
+            want_dir = name == "traces"
+            if path.exists() and path.is_dir() != want_dir:
+                raise UnsafeRunDirError(
+                    f"run directory {self.run_dir}: {name} should be a "
+                    f"{'folder' if want_dir else 'file'}. Remove it, or start over with "
+                    f"--overwrite.")
+        if self.traces_dir.is_dir():
+            for path in self.traces_dir.iterdir():
+                if path.is_symlink():
+                    raise UnsafeRunDirError(
+                        f"run directory {self.run_dir}: traces/{path.name} is a symbolic "
+                        f"link. Remove it, or start over with --overwrite.")
+
+    def _check_overwritable(self) -> None:
+        """``overwrite`` deletes refine's entries only where refine made them: a directory
+        with a ``traces/`` folder or a results file but no settings.json is someone else's
+        (``--run-dir ~ --overwrite`` must not delete ``~/traces``)."""
+        if self.settings_path.is_file() and not self.settings_path.is_symlink():
+            return
+        found = [name for name in RUN_FILES
+                 if (self.run_dir / name).exists() and not (self.run_dir / name).is_symlink()]
+        if found:
+            raise UnsafeRunDirError(
+                f"run directory {self.run_dir} has {', '.join(found)} but no settings.json: it "
+                f"is not a refine run directory, so --overwrite deletes nothing there. Use "
+                f"another --run-dir.")
+
     def check(self) -> None:
-        """Raise :class:`RunSettingsMismatch` if the directory holds another run's results
-        (nothing is written: the CLI calls this before building anything expensive)."""
-        if self.overwrite or not self._has_results():
+        """Raise :class:`RunSettingsMismatch` if the directory holds another run's results and
+        :class:`UnsafeRunDirError` if one of refine's entries is a symbolic link or of the
+        wrong kind (nothing is written: the CLI calls this before building anything
+        expensive)."""
+        if self.overwrite:
+            self._check_overwritable()
+            return
+        self._check_layout()
+        if not self._has_results():
             return
         stored = None
         if self.settings_path.is_file():
             try:
                 stored = json.loads(self.settings_path.read_text(encoding="utf-8"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 stored = None
         diffs = differences(stored, self.settings)
         if diffs:
@@ -163,7 +232,7 @@ class RefineRun:
                 result = SolveResult.model_validate(obj)
             except ValueError:
                 continue
-            if result.task_id in known:
+            if result.task_id in known and _consistent(result):
                 out[result.task_id] = result
         return out
 
@@ -175,8 +244,10 @@ class RefineRun:
         if self.overwrite:
             for name in RUN_FILES:
                 target = self.run_dir / name
-                if target.is_dir():
-                    shutil.rmtree(target)
+                if target.is_symlink():  # the link goes, never what it points at
+                    target.unlink()
+                elif target.is_dir():
+                    shutil.rmtree(target)  # does not follow links inside it
                 elif target.exists():
                     target.unlink()
         self.run_dir.mkdir(parents=True, exist_ok=True)

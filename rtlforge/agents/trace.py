@@ -100,12 +100,14 @@ class Trace:
 
 
 def read_trace(path: str | Path) -> Iterator[ThoughtEvent]:
-    """The events of a JSONL trace; a torn last line (a killed run) is skipped."""
-    with Path(path).open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
+    """The events of a JSONL trace; a torn last line (a killed run) is skipped, also one torn
+    inside a UTF-8 sequence (messages quote model and tool text verbatim)."""
+    with Path(path).open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
                 continue
             try:
-                yield ThoughtEvent.model_validate(json.loads(line))
-            except (ValueError, TypeError):
+                event = ThoughtEvent.model_validate(json.loads(raw.decode("utf-8")))
+            except (ValueError, TypeError, RecursionError):  # UnicodeDecodeError: a ValueError
                 continue
+            yield event

@@ -334,7 +334,7 @@ def load_task(path: str | Path) -> Task:
     text = _read_text(manifest, f"task {directory}: {TASK_FILE}")
     try:
         raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: absurd nesting
         raise TaskFormatError(f"task {directory}: {TASK_FILE} is not valid TOML: {exc}") from exc
     return _task_from_manifest(directory, raw)
 

@@ -294,18 +294,20 @@ def _from_refine(run_dir: Path) -> Iterator[tuple[str, str | None, str]]:
     results = run_dir / "results.jsonl"
     if not results.is_file():
         raise TrainerInfraError(f"refine run {run_dir} has no results.jsonl")
-    for line in results.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue  # blank, or torn by a killed run (refine redoes that task)
+    for raw in results.read_bytes().splitlines():
+        try:  # torn by a killed run (also inside a UTF-8 sequence), blank or absurdly nested
+            rec = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):
+            continue  # refine redoes that task
         if not isinstance(rec, dict):
             continue
         task_id = str(rec.get("task_id"))
-        if rec.get("verdict") != Verdict.PASS.value:
+        candidate = rec.get("candidate")
+        if rec.get("verdict") != Verdict.PASS.value or not isinstance(candidate, dict):
             yield task_id, None, str(results)
             continue
-        files = (rec.get("candidate") or {}).get("files") or []
+        files = candidate.get("files")
+        files = files if isinstance(files, list) else []
         yield task_id, "\n".join(str(f.get("content", "")) for f in files
                                  if isinstance(f, dict)), str(results)
 

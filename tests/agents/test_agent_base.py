@@ -104,7 +104,7 @@ def test_records_and_results_round_trip_through_json() -> None:
     assert again == result
     assert again.summary() == {"task_id": "adder", "verdict": "fail", "iterations": 1,
                                "llm_calls": 1, "tokens": 15, "agents": ["fast"],
-                               "tiers": ["router"], "trace": None}
+                               "tiers": ["router"], "trace": None, "judge": "real"}
 
 
 class FirstRouter(Router):

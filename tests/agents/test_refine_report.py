@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -71,7 +72,9 @@ def test_report_shows_pass_at_1_cost_tiers_tasks_and_decisions() -> None:
     # the iteration grid: one column per iteration of the budget, a verdict per cell
     assert "fast<br>fail" in page and "debug<br>pass" in page
     assert "heuristic: errors" in page and "retrieval_k 7" in page and "168 dims" in page
-    assert 'href="traces/mux_4_.jsonl"' in page  # the orchestrator's file name
+    # the orchestrator's file name: characters replaced, so the id's digest is appended
+    digest = hashlib.sha256(b"mux<4>").hexdigest()[:8]
+    assert f'href="traces/mux_4_-{digest}.jsonl"' in page
 
 
 def test_untrusted_text_is_escaped_and_svg_is_well_formed() -> None:

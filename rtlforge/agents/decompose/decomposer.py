@@ -243,8 +243,12 @@ class Decomposer:
         if self._lint_pipeline is None:
             from rtlforge.validate.pipeline import Pipeline
 
+            # the validation pipeline's runner when there is one: a runner of its own per
+            # build would start gate workers that nothing closes (two processes per task)
+            runner = self.runner if self.runner is not None else (
+                self._pipeline.runner if self._pipeline is not None else None)
             self._lint_pipeline = Pipeline.build(self._host(), simulator="verilator", lint=True,
-                                                 simulate=False, runner=self.runner)
+                                                 simulate=False, runner=runner)
         return self._lint_pipeline
 
     def _host(self) -> PluginHost:

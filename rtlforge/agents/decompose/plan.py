@@ -39,7 +39,8 @@ __all__ = [
 
 MIN_MODULES = 4
 MAX_MODULES = 8
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Whole-string match (``$`` would also match before a final newline: "alu\n" is no name).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Longest answer read for a plan, and how many opening brackets are tried per region.
 MAX_ANSWER_CHARS = 200_000
 _MAX_STARTS = 64
@@ -55,7 +56,7 @@ class DecompositionError(DesignError, ValueError):
 
 
 def _identifier(value: str, what: str) -> str:
-    if not _IDENTIFIER.match(value):
+    if not _IDENTIFIER.fullmatch(value):
         raise ValueError(f"{what} {value!r} is not a Verilog identifier "
                          f"(letters, digits and _, not starting with a digit)")
     if value in VERILOG_KEYWORDS:

@@ -196,7 +196,7 @@ def _rules_from_toml(text: str, label: str) -> list[DetectorRule]:
     try:
         data = tomllib.loads(text)
         return [DetectorRule.model_validate(item) for item in data.get("detector", [])]
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+    except (tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError) as exc:
         raise ValueError(f"{label}: not a valid detectors file: {exc}") from exc
 
 

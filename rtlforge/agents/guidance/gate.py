@@ -250,7 +250,7 @@ class GuidanceGate:
     def load(cls, path: str | Path) -> GuidanceGate:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(f"{path}: not a guidance gate file: {exc}") from exc
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             raise ValueError(f"{path}: not a guidance gate file")
@@ -258,6 +258,16 @@ class GuidanceGate:
             raise ValueError(f"{path}: the gate was saved for configurations "
                              f"{data.get('configs')} and sizes {data.get('sizes')}; this "
                              f"version has {list(_CONFIG_NAMES)} and {list(SIZES)}")
-        layers = [(np.asarray(layer["weight"]), np.asarray(layer["bias"]))
-                  for layer in data["layers"]]
-        return cls(layers, trained=bool(data.get("trained", True)))
+        try:
+            layers = [(np.asarray(layer["weight"], dtype=np.float64),
+                       np.asarray(layer["bias"], dtype=np.float64)) for layer in data["layers"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: the gate's layers are not weight/bias number arrays: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        if not all(np.isfinite(w).all() and np.isfinite(b).all() for w, b in layers):
+            # NaN scores would silently pick the first configuration for every spec
+            raise ValueError(f"{path}: the gate's weights hold NaN or infinite values")
+        try:
+            return cls(layers, trained=bool(data.get("trained", True)))
+        except ValueError as exc:  # the shapes
+            raise ValueError(f"{path}: {exc}") from exc

@@ -192,7 +192,7 @@ def _entries_from_toml(text: str, label: str) -> list[KnowledgeEntry]:
     try:
         data = tomllib.loads(text)
         return [KnowledgeEntry.model_validate(item) for item in data.get("entry", [])]
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+    except (tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError) as exc:
         raise ValueError(f"{label}: not a valid knowledge file: {exc}") from exc
 
 

@@ -141,7 +141,25 @@ class LoadedRouter:
 
 
 def load_router(path: str | Path, router: str) -> LoadedRouter:
-    """The network a :func:`save_router` checkpoint holds; a ConfigError names what is wrong."""
+    """The network a :func:`save_router` checkpoint holds; a ConfigError names what is wrong.
+
+    A checkpoint is untrusted input: the weights are read with ``weights_only=True`` (a pickle
+    holding code is refused, never run), and anything malformed (garbage weights, shapes that
+    do not fit, missing or mistyped metadata) is a ConfigError, not a traceback.
+    """
+    import pickle
+
+    try:
+        return _load_router(path, router)
+    except ConfigError:
+        raise
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError,
+            RuntimeError, OSError) as exc:
+        raise ConfigError(f"router {router!r}: {path} is not a usable router checkpoint: "
+                          f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from exc
+
+
+def _load_router(path: str | Path, router: str) -> LoadedRouter:
     from rtlforge.trainers.base import CheckpointError, load_checkpoint
 
     try:

@@ -125,7 +125,7 @@ def load_script(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, A
         return tuple(_steps_from_mapping(data, where))
     except OSError as exc:
         raise TaskFormatError(f"{where}: cannot read the script: {exc}") from exc
-    except (ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
+    except (ValueError, TypeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise TaskFormatError(f"{where}: not a valid script: {exc}") from exc
 
 
