@@ -87,6 +87,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.agents.base:RoleTemplateError": CONFIG,
     "rtlforge.agents.testbench:RealTestbenchError": CONFIG,  # asked to replace a real testbench
     "rtlforge.agents.config:AgentsFileError": CONFIG,
+    "rtlforge.agents.run:UnsafeRunDirError": CONFIG,  # a run dir with links or foreign files
 }
 #: Abstract bases: on no branch themselves (their subclasses are).
 BASES = {"rtlforge.core.errors:InfraError", "rtlforge.core.errors:DesignError",
@@ -100,6 +101,7 @@ KEPT_BASES: dict[str, type[BaseException]] = {
     "rtlforge.agents.base:RoleTemplateError": ValueError,
     "rtlforge.agents.testbench:RealTestbenchError": ValueError,
     "rtlforge.agents.config:AgentsFileError": ValueError,
+    "rtlforge.agents.run:UnsafeRunDirError": ValueError,
     "rtlforge.agents.decompose.plan:DecompositionError": ValueError,
     "rtlforge.generation.local:ExtraMissingError": ToolMissingError,
     "rtlforge.generation.local:ModelLoadError":
