@@ -107,7 +107,8 @@ def test_macro_bomb_is_refused_quickly() -> None:
     start = time.perf_counter()
     with pytest.raises(SecurityViolation) as info:
         _check(src)
-    assert time.perf_counter() - start < 1.0
+    # expanding 2**39 copies never finishes; refusing takes milliseconds (10 s: a loaded box)
+    assert time.perf_counter() - start < 10.0
     assert info.value.construct == "`A39"
 
 
