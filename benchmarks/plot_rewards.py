@@ -48,7 +48,7 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def render_svg(curves: Sequence[tuple[str, list[tuple[int, float]]]], *, title: str,
-               ylabel: str = "reward_mean") -> str:
+               ylabel: str = "reward_mean", xlabel: str = "step") -> str:
     """An SVG line chart of the curves (label, points), with axes, ticks and a legend."""
     xs = [x for _, pts in curves for x, _ in pts]
     ys = [y for _, pts in curves for _, y in pts]
@@ -79,8 +79,8 @@ def render_svg(curves: Sequence[tuple[str, list[tuple[int, float]]]], *, title: 
                    f'{x:g}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
                'stroke="#444"/>')
-    out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle">step'
-               '</text>')
+    out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle">'
+               f'{escape(xlabel)}</text>')
     out.append(f'<text transform="translate(14 {TOP + plot_h / 2}) rotate(-90)" '
                f'text-anchor="middle">{escape(ylabel)} (higher is better)</text>')
     for i, (label, pts) in enumerate(curves):
