@@ -2,15 +2,18 @@
 
 Mean episode reward of the greedy learned router on held-out synthetic episodes, against the
 number of episodes it was trained on, next to three fixed references on the same held-out
-tasks: the heuristic router (the default), a uniformly random router and the oracle (knows
-each error category's best agent: the bound). PPO runs with the trainer's defaults (the
-config of ``examples/train/router-ppo.yaml``) for each seed; ``--mpc`` adds the world-model
-MPC planner trained on the same number of episodes.
+tasks (``evaluate_router``: the same seeds per episode for every router): the heuristic
+router (the default), a uniformly random router and the oracle (knows each error category's
+best agent: the bound). PPO runs with the trainer's defaults (the config of
+``examples/train/router-ppo.yaml``) for each seed; ``--mpc`` adds the world-model MPC
+planner trained on the same number of episodes.
 
 Run: ``.venv/bin/python benchmarks/router_learning.py [--seeds 0 1 2] [--steps 30]
-[--mpc] [--json OUT] [--svg docs/img/router-learning.svg]``. Prints one JSON object (also
-written to ``--json``): per router the curve (mean over seeds, and each seed's), the final
-per-category best-agent rates and the wall time.
+[--mpc] [--json docs/img/router-learning.json] [--svg docs/img/router-learning.svg]``
+(about 5 minutes with ``--mpc``, most of it MPC's planning during evaluation and its growing
+replay buffer; about a minute without). Prints one JSON object (also written to ``--json``):
+per router the curve (mean over seeds, and each seed's), the final per-category best-agent
+rates and the training time.
 """
 
 from __future__ import annotations
@@ -81,16 +84,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=30, help="PPO updates (64 episodes each)")
-    parser.add_argument("--every", type=int, default=2, help="evaluate every N steps")
-    parser.add_argument("--eval-episodes", type=int, default=400)
-    parser.add_argument("--baseline-episodes", type=int, default=4000)
+    parser.add_argument("--every", type=int, default=3, help="evaluate every N steps")
+    parser.add_argument("--eval-episodes", type=int, default=1000)
     parser.add_argument("--mpc", action="store_true", help="also train the MPC planner")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--svg", type=Path)
     args = parser.parse_args(argv)
 
     baselines = {
-        name: round(evaluate_router(choose, episodes=args.baseline_episodes,
+        name: round(evaluate_router(choose, episodes=args.eval_episodes,
                                     seed=HELD_OUT_SEED).reward_mean, 2)
         for name, choose in (("heuristic", heuristic_action), ("random", _random_router(0)),
                              ("oracle", oracle_action))}
@@ -106,9 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                            args.eval_episodes, {}) for s in args.seeds]
         routers["mpc"] = {"curve": _mean_curve(mpc_runs), "runs": mpc_runs}
     result = {"held_out_seed": HELD_OUT_SEED, "eval_episodes": args.eval_episodes,
-              "baseline_episodes": args.baseline_episodes, "seeds": args.seeds,
+              "seeds": args.seeds,
               "baselines": baselines, "routers": routers}
-    text = json.dumps(result, indent=2)
+    text = json.dumps(result, indent=1)
     print(text)
     if args.json:
         args.json.write_text(text + "\n", encoding="utf-8")
@@ -116,12 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         last = max(x for r in routers.values() for x, _ in r["curve"])
         curves = [(f"{name.upper()} (mean of {len(args.seeds)} seeds)", r["curve"])
                   for name, r in routers.items()]
-        curves += [(f"{name} {value:g}", [(0, value), (last, value)])
+        curves += [(f"{name} ({value:.1f})", [(0, value), (last, value)])
                    for name, value in sorted(baselines.items(), key=lambda kv: -kv[1])]
         args.svg.parent.mkdir(parents=True, exist_ok=True)
         args.svg.write_text(render_svg(
             curves, title="Router learning on the synthetic environment (held-out episodes)",
-            ylabel="mean episode reward", xlabel="episodes trained"), encoding="utf-8")
+            ylabel="mean episode reward", xlabel="episodes trained", legend="bottom-right"),
+            encoding="utf-8")
     return 0
 
 

@@ -7,7 +7,9 @@ Training (:mod:`rtlforge.agents.router.trainer`) collects trajectories of :class
 them with :func:`gae` (lambda 0.95, gamma 0.99) and updates with the clipped PPO objective.
 Exploration is epsilon-greedy (a uniformly random agent and focus with probability epsilon,
 0.3 decaying x0.995 per episode), the first 20 episodes follow the heuristic router, and recorded
-trajectories (``decisions.jsonl`` lines) are replayed into the same updates.
+trajectories (``decisions.jsonl`` lines) are replayed into the same updates. Those three kinds
+of step are off-policy; :func:`ppo_update` weighs them by ``pi_old / mu`` (see there for why
+that decides whether PPO learns at all).
 """
 
 from __future__ import annotations
