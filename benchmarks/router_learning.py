@@ -10,7 +10,7 @@ planner trained on the same number of episodes.
 
 Run: ``.venv/bin/python benchmarks/router_learning.py [--seeds 0 1 2] [--steps 30]
 [--mpc] [--json docs/img/router-learning.json] [--svg docs/img/router-learning.svg]``
-(about 5 minutes with ``--mpc``, most of it MPC's planning during evaluation and its growing
+(5-8 minutes with ``--mpc``, most of it MPC's planning during evaluation and its growing
 replay buffer; about a minute without). Prints one JSON object (also written to ``--json``):
 per router the curve (mean over seeds, and each seed's), the final per-category best-agent
 rates and the training time.
