@@ -48,8 +48,10 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def render_svg(curves: Sequence[tuple[str, list[tuple[int, float]]]], *, title: str,
-               ylabel: str = "reward_mean") -> str:
-    """An SVG line chart of the curves (label, points), with axes, ticks and a legend."""
+               ylabel: str = "reward_mean", xlabel: str = "step",
+               legend: str = "top-left") -> str:
+    """An SVG line chart of the curves (label, points), with axes, ticks and a legend
+    (``legend``: top-left or bottom-right, whichever corner the curves leave free)."""
     xs = [x for _, pts in curves for x, _ in pts]
     ys = [y for _, pts in curves for _, y in pts]
     if not xs:
@@ -79,8 +81,8 @@ def render_svg(curves: Sequence[tuple[str, list[tuple[int, float]]]], *, title: 
                    f'{x:g}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
                'stroke="#444"/>')
-    out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle">step'
-               '</text>')
+    out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle">'
+               f'{escape(xlabel)}</text>')
     out.append(f'<text transform="translate(14 {TOP + plot_h / 2}) rotate(-90)" '
                f'text-anchor="middle">{escape(ylabel)} (higher is better)</text>')
     for i, (label, pts) in enumerate(curves):
@@ -88,10 +90,13 @@ def render_svg(curves: Sequence[tuple[str, list[tuple[int, float]]]], *, title: 
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
                    'stroke-width="1.6"/>')
-        ly = TOP + 14 + 15 * i
-        out.append(f'<line x1="{LEFT + 10}" x2="{LEFT + 30}" y1="{ly - 4}" y2="{ly - 4}" '
+        if legend == "bottom-right":
+            lx, ly = WIDTH - RIGHT - 200, TOP + plot_h - 24 - 15 * (len(curves) - 1 - i)
+        else:
+            lx, ly = LEFT, TOP + 14 + 15 * i
+        out.append(f'<line x1="{lx + 10}" x2="{lx + 30}" y1="{ly - 4}" y2="{ly - 4}" '
                    f'stroke="{colour}" stroke-width="2"/>')
-        out.append(f'<text x="{LEFT + 35}" y="{ly}">{escape(label)}</text>')
+        out.append(f'<text x="{lx + 35}" y="{ly}">{escape(label)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

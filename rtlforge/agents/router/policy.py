@@ -7,7 +7,9 @@ Training (:mod:`rtlforge.agents.router.trainer`) collects trajectories of :class
 them with :func:`gae` (lambda 0.95, gamma 0.99) and updates with the clipped PPO objective.
 Exploration is epsilon-greedy (a uniformly random agent and focus with probability epsilon,
 0.3 decaying x0.995 per episode), the first 20 episodes follow the heuristic router, and recorded
-trajectories (``decisions.jsonl`` lines) are replayed into the same updates.
+trajectories (``decisions.jsonl`` lines) are replayed into the same updates. Those three kinds
+of step are off-policy; :func:`ppo_update` weighs them by ``pi_old / mu`` (see there for why
+that decides whether PPO learns at all).
 """
 
 from __future__ import annotations
@@ -92,6 +94,11 @@ class Step:
     raw: tuple[float, ...]  # pre-sigmoid continuous outputs
     reward: float
     mask: tuple[bool, ...] = (True,) * len(AGENTS)
+    #: Log-probabilities of the taken agent, focus and continuous values under the policy that
+    #: acted (epsilon mixed in); None: a deterministic policy (the heuristic warm-up, recorded
+    #: decisions), whose discrete choices had probability 1 and whose continuous values were
+    #: not sampled, so the continuous head does not learn from this step.
+    behaviour: tuple[float, float, float] | None = None
 
     @classmethod
     def from_action(cls, state: tuple[float, ...], action: AgentAction, reward: float,
@@ -104,10 +111,21 @@ def ppo_update(net: Any, optimizer: Any, trajectories: Sequence[Sequence[Step]],
                settings: PPOSettings, generator: Any) -> dict[str, float]:
     """One PPO update (``settings.epochs`` passes of minibatches) over whole trajectories.
 
-    Each trajectory ends its episode (done at its last step). Old log-probabilities and values
-    come from ``net`` before the update: the policy that collected the on-policy part. The
+    Each trajectory ends its episode (done at its last step), so GAE never looks across
+    episodes. Old log-probabilities and values come from ``net`` before the update. The
     clipped surrogate is taken per action head (agent, focus, continuous) and summed, as
     hybrid-action PPO does: one joint ratio lets the continuous heads' noise clip the others.
+
+    Steps the current policy did not choose (epsilon-greedy picks, the heuristic warm-up,
+    replayed decisions) are off-policy. Treating them as on-policy is biased in a way that
+    matters here: a baseline that is off for a state (the critic is learning too, and the
+    advantages are normalised over the batch) then pushes every sampled action of that
+    state the same way, which reinforces whatever the policy already prefers; the policy
+    collapses onto one agent everywhere. So each head's surrogate is weighted by
+    ``pi_old(a) / mu(a)`` (``mu``: the behaviour probability, :attr:`Step.behaviour`),
+    truncated at ``settings.max_importance``, with the ratio still clipped around
+    ``pi_old`` (the trust region): decoupled PPO, which is exact for the on-policy part
+    (weight 1) and the expected on-policy gradient for the rest.
     """
     import torch
 
@@ -119,10 +137,15 @@ def ppo_update(net: Any, optimizer: Any, trajectories: Sequence[Sequence[Step]],
     focus = torch.tensor([s.focus for s in steps])
     raw = torch.tensor([s.raw for s in steps], dtype=torch.float32)
     masks = torch.tensor([s.mask for s in steps], dtype=torch.bool)
+    behaviour = torch.tensor([s.behaviour if s.behaviour is not None else (0.0, 0.0, 0.0)
+                              for s in steps], dtype=torch.float32)
+    sampled_units = torch.tensor([[1.0, 1.0, float(s.behaviour is not None)] for s in steps])
     with torch.no_grad():
         old = net(states, masks)
         old_logp = old.head_log_probs(agents, focus, raw)
         values = old.value.tolist()
+        weights = ((old_logp - behaviour).exp().clamp(max=settings.max_importance)
+                   * sampled_units)
     advantages: list[float] = []
     returns: list[float] = []
     i = 0
@@ -153,7 +176,8 @@ def ppo_update(net: Any, optimizer: Any, trajectories: Sequence[Sequence[Step]],
             ratio = log_ratio.exp()
             a = adv_t[mb].unsqueeze(-1)
             clipped = ratio.clamp(1 - settings.clip, 1 + settings.clip)
-            policy_loss = -torch.min(ratio * a, clipped * a).sum(-1).mean()
+            surrogate = torch.min(ratio * a, clipped * a) * weights[mb]
+            policy_loss = -surrogate.sum(-1).mean()
             value_loss = (pol.value - ret_t[mb]).pow(2).mean()
             entropy = pol.entropy().mean()
             loss = (policy_loss + settings.value_coef * value_loss

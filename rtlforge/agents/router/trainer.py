@@ -14,6 +14,7 @@ world-model training over it.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -26,9 +27,14 @@ from rtlforge.agents.models import AgentAction, Decision, RouterContext
 from rtlforge.agents.router.actions import AGENTS, FOCUSES, UNIT_NAMES, from_action, to_action
 from rtlforge.agents.router.features import STRUCTURAL_DIMS, state_vector
 from rtlforge.agents.router.heuristic import heuristic_action
-from rtlforge.agents.router.policy import Step, raw_from_units
+from rtlforge.agents.router.policy import Step, raw_from_units, stable_seed
 from rtlforge.agents.router.reward import router_reward
-from rtlforge.agents.router.synthetic import CATEGORIES, SyntheticRouterEnv, best_agent, run_episode
+from rtlforge.agents.router.synthetic import (
+    SyntheticRouterEnv,
+    evaluate_router,
+    run_episode,
+    run_episodes,
+)
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.models import Verdict
 from rtlforge.trainers.base import (
@@ -53,8 +59,10 @@ class PPOSettings(StrictModel):
     lam: float = Field(0.95, ge=0, le=1)
     clip: float = Field(0.2, gt=0)
     epochs: int = Field(4, ge=1)
-    minibatch_size: int = Field(64, ge=1)
-    episodes_per_step: int = Field(8, ge=0)
+    minibatch_size: int = Field(32, ge=1)
+    # 64 episodes (~120 decisions) per update: with 8, one update sees about one sample per
+    # (state kind, agent) pair and follows the noise of single outcomes
+    episodes_per_step: int = Field(64, ge=0)
     replay_per_step: int = Field(8, ge=0)
     epsilon: float = Field(0.3, ge=0, le=1)  # epsilon-greedy: random agent and focus
     epsilon_decay: float = Field(0.995, gt=0, le=1)  # per episode
@@ -63,6 +71,8 @@ class PPOSettings(StrictModel):
     entropy_coef: float = Field(0.01, ge=0)
     reward_scale: float = Field(0.01, gt=0)  # rewards span ~[-150, 200]; the critic sees ~1
     max_grad_norm: float = Field(10.0, gt=0)
+    max_importance: float = Field(2.0, gt=0)  # truncation of pi_old / mu on off-policy steps
+    anneal_lr: bool = True  # learning rate linearly down to a tenth over the run's steps
     hidden: int = Field(256, ge=8)
 
 
@@ -209,7 +219,15 @@ class RouterTrainer(Trainer):
         self.decisions = load_decisions(config.data.decisions)
         self.step = 0
         self.episodes = 0
+        #: behaviour log-probs of the actions sampled since the last update, by id(action)
+        self._behaviour: dict[int, tuple[Any, ...]] = {}
         if config.router == "ppo":
+            # one environment per episode of a step: a step's episodes run in lockstep, so
+            # the policy is called once per iteration for all of them
+            self.envs = [SyntheticRouterEnv(stable_seed(config.seed, "ppo", i),
+                                            max_iterations=config.data.max_iterations)
+                         for i in range(config.ppo.episodes_per_step)
+                         ] if config.data.synthetic else []
             self.net: Any = ActorCritic(hidden=config.ppo.hidden)
             lr = config.ppo.learning_rate
             self.replay = trajectories_from_decisions(self.decisions)
@@ -227,23 +245,52 @@ class RouterTrainer(Trainer):
 
     @property
     def epsilon(self) -> float:
-        p = self.config.ppo
-        return p.epsilon * p.epsilon_decay ** self.episodes
+        """The exploration rate of the next episode (0.3 x 0.995 per episode by default)."""
+        return self._epsilon_at(self.episodes)
 
-    def _ppo_choose(self, ctx: RouterContext) -> AgentAction:
-        """The behaviour policy: heuristic warm-up, else epsilon-greedy around the policy."""
+    def _epsilon_at(self, episode: int) -> float:
+        p = self.config.ppo
+        return p.epsilon * p.epsilon_decay ** episode
+
+    def _ppo_choose(self, first_episode: int, slots: list[int],
+                    contexts: list[RouterContext]) -> list[AgentAction]:
+        """The behaviour policy for a batch of running episodes (slot ``i`` is episode
+        ``first_episode + i``): the heuristic during the warm-up, else epsilon-greedy around
+        the policy (a uniformly random agent and focus with probability epsilon).
+
+        A sampled action's behaviour log-probabilities (agent and focus with epsilon mixed
+        in, the continuous sample) are kept for the update's importance weights.
+        """
         import torch
 
-        p = self.config.ppo
-        if self.episodes < p.warmup_episodes:
-            return heuristic_action(ctx)
+        warmup = self.config.ppo.warmup_episodes
+        actions: list[AgentAction | None] = [
+            heuristic_action(c) if first_episode + s < warmup else None
+            for s, c in zip(slots, contexts, strict=True)]
+        todo = [i for i, a in enumerate(actions) if a is None]
+        if not todo:
+            return [a for a in actions if a is not None]
         with torch.no_grad():
-            pol = self.net(torch.tensor([state_vector(ctx)], dtype=torch.float32))
-            agent, focus = int(pol.agent.sample()), int(pol.focus.sample())
-            units = torch.sigmoid(pol.units.sample()[0]).tolist()
-        if self.rng.random() < self.epsilon:
-            agent, focus = self.rng.randrange(len(AGENTS)), self.rng.randrange(len(FOCUSES))
-        return to_action(agent, focus, units, reason="ppo-train")
+            pol = self.net(torch.tensor([state_vector(contexts[i]) for i in todo],
+                                        dtype=torch.float32))
+            agents = pol.agent.sample().tolist()
+            focuses = pol.focus.sample().tolist()
+            raw = pol.units.sample()
+            raw_logp = pol.units.log_prob(raw).sum(-1).tolist()
+            agent_p, focus_p = pol.agent.probs.tolist(), pol.focus.probs.tolist()
+        for row, i in enumerate(todo):
+            eps = self._epsilon_at(first_episode + slots[i])
+            agent, focus = agents[row], focuses[row]
+            if self.rng.random() < eps:
+                agent, focus = self.rng.randrange(len(AGENTS)), self.rng.randrange(len(FOCUSES))
+            mu_agent = (1 - eps) * agent_p[row][agent] + eps / len(AGENTS)
+            mu_focus = (1 - eps) * focus_p[row][focus] + eps / len(FOCUSES)
+            units = torch.sigmoid(raw[row]).tolist()
+            action = to_action(agent, focus, units, reason="ppo-train")
+            self._behaviour[id(action)] = (math.log(mu_agent), math.log(mu_focus),
+                                           raw_logp[row], tuple(raw[row].tolist()))
+            actions[i] = action
+        return [a for a in actions if a is not None]
 
     def _mpc_choose(self, ctx: RouterContext) -> AgentAction:
         if self.rng.random() < self.config.mpc.epsilon:
@@ -273,22 +320,37 @@ class RouterTrainer(Trainer):
 
         p = self.config.ppo
         warm = self.episodes < p.warmup_episodes
-        episodes = self._collect(p.episodes_per_step, self._ppo_choose)
-        trajectories = [[Step(tuple(state_vector(c)), *self._encoded(a), r)
+        episodes: list[Any] = []
+        if self.envs:
+            first = self.episodes
+            episodes = run_episodes(self.envs, lambda slots, ctxs: self._ppo_choose(
+                first, slots, ctxs))
+            self.episodes += len(episodes)
+        trajectories = [[self._step(c, a, r)
                          for c, a, r in zip(e.contexts, e.actions, e.rewards, strict=True)]
                         for e in episodes]
+        self._behaviour.clear()
         if self.replay and p.replay_per_step:
             trajectories += [self.rng.choice(self.replay) for _ in range(p.replay_per_step)]
+        if p.anneal_lr:  # linearly to a tenth by the last step: late updates fine-tune
+            lr = p.learning_rate * max(0.1, 1 - self.step / max(self.config.steps, 1))
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
         stats = ppo_update(self.net, self.optimizer, trajectories, p, self._gen)
         rewards = [e.total_reward for e in episodes] or [
             sum(s.reward for s in t) for t in trajectories]
         return {"episodes": self.episodes, "reward_mean": sum(rewards) / max(len(rewards), 1),
                 "epsilon": round(self.epsilon, 5), "warmup": warm, **stats}
 
-    @staticmethod
-    def _encoded(action: AgentAction) -> tuple[int, int, tuple[float, ...]]:
+    def _step(self, ctx: RouterContext, action: AgentAction, reward: float) -> Step:
         enc = from_action(action)
-        return enc.agent, enc.focus, raw_from_units(enc.units)
+        sampled = self._behaviour.get(id(action))
+        if sampled is None:  # the heuristic warm-up: deterministic
+            return Step(tuple(state_vector(ctx)), enc.agent, enc.focus,
+                        raw_from_units(enc.units), reward)
+        # the sampled pre-sigmoid values, not the action's rounded parameters
+        return Step(tuple(state_vector(ctx)), enc.agent, enc.focus, sampled[3], reward,
+                    behaviour=sampled[:3])
 
     def _mpc_step(self) -> dict[str, Any]:
         import torch
@@ -375,18 +437,18 @@ class RouterTrainer(Trainer):
         return summary
 
     def evaluate(self) -> dict[str, Any]:
-        """The router (greedy) and the heuristic on the same synthetic episodes, plus how often
-        the router picks each error category's best agent (:func:`best_agent_rates`)."""
+        """The router (greedy) and the heuristic on the same held-out synthetic tasks
+        (:func:`~rtlforge.agents.router.synthetic.evaluate_router`), and how often the
+        router picks each error category's best agent."""
         n, seed = self.config.eval_episodes, self.config.seed + 1_000_003
         mi = self.config.data.max_iterations
         router = self.router_instance()
-        ours = _mean_reward(SyntheticRouterEnv(seed, max_iterations=mi),
-                            lambda c: router.decide(c, AGENTS), n)
-        heuristic = _mean_reward(SyntheticRouterEnv(seed, max_iterations=mi),
-                                 heuristic_action, n)
-        return {"episodes": n, "reward_mean": ours, "heuristic_reward_mean": heuristic,
-                "best_agent_rate": best_agent_rates(router, seed=seed + 1, episodes=n,
-                                                    max_iterations=mi)}
+        ours = evaluate_router(lambda c: router.decide(c, AGENTS), episodes=n, seed=seed,
+                               max_iterations=mi)
+        heuristic = evaluate_router(heuristic_action, episodes=n, seed=seed, max_iterations=mi)
+        return {"episodes": n, "reward_mean": ours.reward_mean,
+                "heuristic_reward_mean": heuristic.reward_mean,
+                "best_agent_rate": ours.best_agent_rate}
 
     def save(self, path: Path) -> None:
         from rtlforge.agents.router.nets import save_router
@@ -410,26 +472,3 @@ class RouterTrainer(Trainer):
         self.net.load_state_dict(torch.load(found.path / WEIGHTS_FILE, weights_only=True))
         self.step = found.step
         self.episodes = int(found.state.get("episodes", 0))
-
-
-def _mean_reward(env: SyntheticRouterEnv, choose: Callable[[RouterContext], AgentAction],
-                 n: int) -> float:
-    return sum(run_episode(env, choose).total_reward for _ in range(n)) / n
-
-
-def best_agent_rates(router: Any, *, seed: int = 0, episodes: int = 200,
-                     max_iterations: int = 3) -> dict[str, float | None]:
-    """Per error category: the share of ``router``'s own decisions after a failure with that
-    category (over ``episodes`` synthetic tasks) that chose the environment's best agent;
-    None for a category that never came up."""
-    env = SyntheticRouterEnv(seed, max_iterations=max_iterations)
-    hits = dict.fromkeys(CATEGORIES, 0)
-    seen = dict.fromkeys(CATEGORIES, 0)
-    for _ in range(episodes):
-        episode = run_episode(env, lambda c: router.decide(c, AGENTS))
-        for ctx, action in zip(episode.contexts, episode.actions, strict=True):
-            category = ctx.history[-1].error_category if ctx.history else None
-            if category in seen:
-                seen[category] += 1
-                hits[category] += action.agent == best_agent(category)
-    return {c: hits[c] / seen[c] if seen[c] else None for c in CATEGORIES}

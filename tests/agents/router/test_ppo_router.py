@@ -68,3 +68,43 @@ def test_a_saved_policy_loads_and_decides_among_the_offered_agents(tmp_path) -> 
         from rtlforge.agents.router.nets import load_router
 
         load_router(tmp_path / "ckpt", "mpc")
+
+
+def _one_update(behaviour: tuple[float, float, float] | None, *, weight_shift: float = 0.0):
+    """The agent and continuous heads' parameter change after one plain-SGD PPO step on a
+    single transition (value and entropy terms off, so only the surrogate moves them)."""
+    torch = pytest.importorskip("torch")
+    from rtlforge.agents.router.nets import ActorCritic
+    from rtlforge.agents.router.policy import Step, ppo_update
+    from rtlforge.agents.router.trainer import PPOSettings
+
+    torch.manual_seed(0)
+    net = ActorCritic(hidden=16)
+    state = tuple([0.5] * 168)
+    raw = (0.1,) * 7
+    if behaviour == ():  # on-policy: the behaviour log-probs are the policy's own
+        with torch.no_grad():
+            lp = net(torch.tensor([state])).head_log_probs(
+                torch.tensor([1]), torch.tensor([2]), torch.tensor([raw]))[0].tolist()
+        behaviour = (lp[0] + weight_shift, lp[1] + weight_shift, lp[2] + weight_shift)
+    before = [p.detach().clone() for p in (net.agent_head.bias, net.unit_head.bias)]
+    settings = PPOSettings(epochs=1, value_coef=0.0, entropy_coef=0.0)
+    ppo_update(net, torch.optim.SGD(net.parameters(), lr=0.1),
+               [[Step(state, 1, 2, raw, reward=100.0, behaviour=behaviour)]], settings,
+               torch.Generator().manual_seed(0))
+    return [(p.detach() - b) for p, b in zip((net.agent_head.bias, net.unit_head.bias),
+                                             before, strict=True)]
+
+
+def test_off_policy_steps_are_weighted_by_pi_old_over_mu() -> None:
+    torch = pytest.importorskip("torch")
+    on_agent, on_units = _one_update(())
+    # behaviour 4x as likely as the policy (an epsilon pick): the surrogate weighs 1/4
+    off_agent, off_units = _one_update((), weight_shift=torch.log(torch.tensor(4.0)).item())
+    assert on_agent.abs().sum() > 0 and on_units.abs().sum() > 0
+    assert torch.allclose(off_agent, on_agent / 4, atol=1e-6)
+    assert torch.allclose(off_units, on_units / 4, atol=1e-6)
+    # a deterministic behaviour (heuristic warm-up, replayed decision): the discrete heads
+    # learn with weight pi_old(a), the continuous head, whose values were not sampled, not
+    det_agent, det_units = _one_update(None)
+    assert det_agent.abs().sum() > 0 and det_units.abs().sum() == 0
