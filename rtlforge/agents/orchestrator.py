@@ -641,7 +641,9 @@ class Orchestrator:
         if candidate is None:  # not applicable, or no usable plan: its calls still cost
             run.extra_calls += calls
             run.extra_tokens += tokens_in + tokens_out
-            run.trace.emit(ThoughtKind.ANALYSIS, "no decomposed design; next tier",
+            run.trace.emit(ThoughtKind.ANALYSIS,
+                           "no usable decomposition; next tier" if calls
+                           else "decomposition does not apply",
                            data={"llm_calls": calls, "tokens": tokens_in + tokens_out})
             return False
         iteration = len(run.records)
