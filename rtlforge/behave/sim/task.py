@@ -44,9 +44,10 @@ _PLAIN_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _TYPE_TEXT = re.compile(r"^(?:(?P<kind>uint|sint)(?P<width>\d+)|(?P<bool>bool))"
                         r"(?:\[(?P<length>\d+)\])?$")
 #: Verilog keywords an endpoint or port may not be named (the testbench declares them).
-_RESERVED = frozenset((
-    "module endmodule input output inout wire reg logic integer begin end always initial "
-    "assign if else case for while task function").split())
+_RESERVED = frozenset([
+    "module", "endmodule", "input", "output", "inout", "wire", "reg", "logic", "integer",
+    "begin", "end", "always", "initial", "assign", "if", "else", "case", "for", "while", "task",
+    "function"])
 
 
 class BehaveTaskError(TaskFormatError):
@@ -280,21 +281,25 @@ def check_task(task: BehaveTask) -> None:
 
 
 def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
-    """Best-effort line of a field path in the TOML text (array tables counted by index)."""
+    """Best-effort line of a field path in the TOML text: the array table it is in (counted by
+    index), then the outermost key after it (an inline table or array is on that key's line)."""
     lines = text.splitlines()
-    start = 0
-    keys = [p for p in loc if isinstance(p, str)]
+    start, rest = 0, list(loc)
     for i, part in enumerate(loc):
         if isinstance(part, int) and i > 0 and isinstance(loc[i - 1], str):
             header = re.compile(rf"^\s*\[\[\s*{re.escape(loc[i - 1])}\s*\]\]")
             hits = [n for n, line in enumerate(lines) if n >= start and header.match(line)]
             if part < len(hits):
-                start = hits[part]
-    for key in reversed(keys):
-        pattern = re.compile(rf"(^|[\s{{,])\"?{re.escape(key)}\"?\s*=|^\s*\[+\s*{re.escape(key)}")
-        for n in range(start, len(lines)):
-            if pattern.search(lines[n]):
-                return n + 1
+                start, rest = hits[part], list(loc[i + 1:])
+    key = next((p for p in rest if isinstance(p, str)), None)
+    if key is None:
+        return start + 1 if start else None
+    pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=|^\s*\[+\s*{re.escape(key)}\s*\]")
+    for n in range(start, len(lines)):
+        if n > start and lines[n].lstrip().startswith("[[") and start:
+            break
+        if pattern.search(lines[n]):
+            return n + 1
     return start + 1 if start else None
 
 
