@@ -14,8 +14,10 @@ the artifact's fault, so never a fail).
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import time
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -330,13 +332,18 @@ def check_model(task: BehaveTask, model: ModelInstance, *, seed: int = 0,
                 values = _split(task, iface, o)
                 if values is not None:
                     obs_all.append((n, Observed(cycle=n, values=values)))
-            for seg in sorted(set(segments)):
-                exp = [x for x in exp_by[iface.name] if segments[x.transaction] == seg]
-                obs = [o for n, o in obs_all if segments[n] == seg]
+            exp_seg: dict[int, list[Expected]] = defaultdict(list)
+            obs_seg: dict[int, list[Observed]] = defaultdict(list)
+            for x in exp_by[iface.name]:
+                exp_seg[segments[x.transaction]].append(x)
+            for n, o in obs_all:
+                obs_seg[segments[n]].append(o)
+            for seg in sorted(set(exp_seg) | set(obs_seg)):
                 policy = "in_order" if iface.sampled else task.matching.policy
-                pairs = match_outputs(exp, obs, policy=policy, id_field=task.matching.id_field)
+                pairs = match_outputs(exp_seg[seg], obs_seg[seg], policy=policy,
+                                      id_field=task.matching.id_field)
                 completed += judge.pairs(iface.name, pairs, latency=False)
-                outputs += len(obs)
+                outputs += len(obs_seg[seg])
     except ValueError as exc:
         return BehaveResult(verdict="fail", artifact="model", mismatches=judge.count + 1,
                             first_failure=judge.first, message=str(exc))
@@ -436,7 +443,7 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
                                             "cut)"))
 
     def segment_of_cycle(cycle: int) -> int:
-        return max(0, sum(1 for r in resets if r <= cycle) - 1)
+        return max(0, bisect.bisect_right(resets, cycle) - 1)
 
     completed = outputs = 0
     for iface in task.outputs:
@@ -457,10 +464,14 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
                            stalled=o.stalled, raw=o.hex)
                   for o in log.outputs if o.iface == iface.name]
         outputs += len(events)
-        for seg in sorted(set(segments) | {segment_of_cycle(o.cycle) for o in events}):
-            exp = [x for x in exp_by[iface.name] if segments[x.transaction] == seg]
-            obs = [o for o in events if segment_of_cycle(o.cycle) == seg]
-            pairs = match_outputs(exp, obs, policy=task.matching.policy,
+        exp_by_seg: dict[int, list[Expected]] = defaultdict(list)
+        obs_by_seg: dict[int, list[Observed]] = defaultdict(list)
+        for x in exp_by[iface.name]:
+            exp_by_seg[segments[x.transaction]].append(x)
+        for o in events:
+            obs_by_seg[segment_of_cycle(o.cycle)].append(o)
+        for seg in sorted(set(exp_by_seg) | set(obs_by_seg)):
+            pairs = match_outputs(exp_by_seg[seg], obs_by_seg[seg], policy=task.matching.policy,
                                   id_field=task.matching.id_field)
             completed += judge.pairs(iface.name, pairs, latency=True, accepts=accepts)
     failed = judge.count > 0 or bool(violations)
