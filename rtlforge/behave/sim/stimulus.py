@@ -120,7 +120,9 @@ def generate_stimulus(task: BehaveTask, config: StimulusConfig | None = None) ->
     config = config or StimulusConfig()
     rng = random.Random(config.seed)
     data = task.data_input
-    every_cycle = data.protocol in (Protocol.COMBINATIONAL, Protocol.PER_CYCLE)
+    # without a valid pin an idle cycle would look like a transaction to the design
+    every_cycle = data.protocol in (Protocol.COMBINATIONAL, Protocol.PER_CYCLE) or (
+        data.protocol is Protocol.FIXED_LATENCY and "valid" not in data.pins)
     static = [e for i in task.static_inputs for e in i.endpoints]
     txns: list[Transaction] = []
 

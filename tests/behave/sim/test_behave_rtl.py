@@ -33,7 +33,8 @@ def _check(runner: SandboxRunner, task: str, design: str, **kw):
 
 @pytest.mark.parametrize(("task", "design"), [
     ("add8", "golden.v"), ("counter_cfg", "golden.v"),
-    ("rv_accum", "golden.v"), ("rv_accum", "slow.v"),  # latency 1 and 3, both allowed
+    ("rv_accum", "golden.v"), ("rv_accum", "slow.v"), ("rv_accum", "pipe3.v"),
+    # latency 1, 3 (busy) and 3 (pipelined): all allowed
 ])
 def test_valid_designs_pass(runner: SandboxRunner, task: str, design: str) -> None:
     result = _check(runner, task, design)
@@ -90,3 +91,11 @@ def test_design_may_not_open_files(runner: SandboxRunner) -> None:
     result = check_rtl(load_behave_task(EXAMPLES / "add8"), evil, runner=runner,
                        stimulus=SMALL)
     assert result.verdict == "fail" and "security" in result.message
+
+
+def test_pipelined_variant_has_latency_three(runner: SandboxRunner) -> None:
+    task = load_behave_task(EXAMPLES / "rv_accum")
+    two = task.model_copy(update={"latency": task.latency.model_copy(update={"max": 2})})
+    result = check_rtl(two, Candidate.from_file(EXAMPLES / "rv_accum" / "pipe3.v"),
+                       runner=runner, stimulus=SMALL)
+    assert result.verdict == "fail" and "latency 3" in result.first_failure.message
