@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.behave.sim.testbench import LOG_FILE, TB_FILE, TB_TOP, TestbenchPlan
+from rtlforge.core.errors import SandboxError, SecurityViolation
 from rtlforge.core.models import Candidate, Feedback, SourceFile
 from rtlforge.eda.stages import (
     SIM_IMAGE,
@@ -135,10 +136,13 @@ def simulate(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner, *
     with runner.workspace(prefix="rtlforge-behave-") as workdir:
         runner.put(workdir, [SourceFile(name=n, content=c) for n, c in plan.files.items()],
                    role="trusted")
+        tb = SourceFile(name=TB_FILE, content=plan.text)
+        try:  # ours, before the design's: a refusal here is our bug, never the design's fault
+            runner.put(workdir, [tb], role="testbench", readable=[*plan.files, TB_FILE])
+        except SecurityViolation as exc:
+            raise SandboxError(f"the gate refused the generated testbench: {exc}") from exc
         design = runner.put(workdir, design, role="design",
                             readable=[f.name for f in design])
-        tb = SourceFile(name=TB_FILE, content=plan.text)
-        runner.put(workdir, [tb], role="testbench", readable=[*plan.files, TB_FILE])
         if not runner.unsafe_skip_gate:
             runner.gate.contained(design, [tb])
         argv = ["iverilog", *icarus_flags(("implicit", "portbind")), "-s", TB_TOP, "-o",
