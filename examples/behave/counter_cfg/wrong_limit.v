@@ -1,0 +1,8 @@
+// Wrong on purpose: wraps one step late (after count == limit + 1).
+module counter_cfg(input clk, input rst, input [3:0] limit, input en,
+                   output reg [3:0] count, output wrap);
+  assign wrap = en && count == limit;
+  always @(posedge clk)
+    if (rst) count <= 4'd0;
+    else if (en) count <= (count == limit + 4'd1) ? 4'd0 : count + 4'd1;
+endmodule

@@ -1,0 +1,499 @@
+"""BEHAVE-Sim: check RTL (``check_rtl``) or a behaviour model (``check_model``) against a
+task's golden model under the task's matching rules and latency bounds.
+
+Both artifacts take the same code path: one seeded :class:`Stimulus`, the golden run on it in
+its own instance, the artifact's outputs gathered per output interface and reset segment, and
+:func:`~.match.match_outputs` pairing them under the task's policy. Verdicts: ``pass`` when
+every transaction completed with no mismatch and no monitor violation; ``fail`` for mismatches,
+violations, a watchdog (the design stopped making progress: a simulated-cycle bound, so the
+design's fault, not a wall-clock ``timeout``) or a simulation the design ended early;
+``error`` when the design does not compile or a model crashes; ``timeout`` when a tool ran past
+its wall-clock limit; ``infra_error`` when the sandbox, a tool or the golden model failed (never
+the artifact's fault, so never a fail).
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib.util
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rtlforge.behave.base import Failure, ModelInstance
+from rtlforge.behave.sim.match import Expected, Observed, Pair, match_outputs
+from rtlforge.behave.sim.protocols import Protocol
+from rtlforge.behave.sim.run import RunLog, simulate
+from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus, input_values
+from rtlforge.behave.sim.task import BehaveTask, Interface
+from rtlforge.behave.sim.testbench import plan_testbench
+from rtlforge.behave.types import Value, check_value, from_bits
+from rtlforge.core.errors import DesignError, RtlforgeError, SecurityViolation, is_infra
+from rtlforge.core.models import Candidate
+
+__all__ = ["BehaveResult", "Coverage", "GoldenUnavailable", "MismatchRecord", "TraceStep",
+           "Violation", "check_model", "check_rtl", "golden_instance"]
+
+BehaveVerdict = Literal["pass", "fail", "error", "timeout", "infra_error"]
+#: The repository's bundled examples: the only place a Python golden is imported from (below).
+EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "examples"
+#: Transactions of context shown before the first failing one.
+TRACE_CONTEXT = 4
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TraceStep(_Frozen):
+    transaction: int
+    cycle: int | None
+    inputs: dict[str, Any]
+    expected: dict[str, Any] | None
+
+
+class MismatchRecord(_Frozen):
+    """One failing output transaction, readable on its own."""
+
+    kind: Literal["value", "missing", "unexpected", "latency", "failure"]
+    interface: str
+    transaction: int | None = None
+    cycle: int | None = None
+    inputs: dict[str, Any] | None = None
+    expected: dict[str, Any] | None = None
+    observed: dict[str, Any] | str | None = None
+    message: str = ""
+    trace: tuple[TraceStep, ...] = ()  # the transactions just before it, same segment
+
+    def describe(self) -> str:
+        lines = [f"{self.kind} on {self.interface}: {self.message}"]
+        for step in self.trace:
+            lines.append(f"  txn {step.transaction} @cycle {step.cycle}: in {step.inputs} "
+                         f"-> {step.expected}")
+        lines.append(f"> txn {self.transaction} @cycle {self.cycle}: in {self.inputs}")
+        lines.append(f"  expected {self.expected}")
+        lines.append(f"  observed {self.observed}")
+        return "\n".join(lines)
+
+
+class Violation(_Frozen):
+    kind: str  # valid_dropped | unstable | x_data | x_valid | x_ready | watchdog | early_end
+    interface: str
+    cycle: int | None = None
+    message: str = ""
+
+
+class Coverage(_Frozen):
+    """What the run exercised. ``branch_goals`` stays None until the behaviour IR's branch
+    goals land (rtlforge.behave.model); the counts are real now."""
+
+    transactions: int = 0
+    completed: int = 0
+    outputs: int = 0
+    resets: int = 0
+    branch_goals: dict[str, bool] | None = None
+
+
+class BehaveResult(_Frozen):
+    verdict: BehaveVerdict
+    artifact: Literal["rtl", "model"]
+    mismatches: int = 0
+    first_failure: MismatchRecord | None = None
+    violations: tuple[Violation, ...] = ()
+    coverage: Coverage = Coverage()
+    message: str = ""
+    metrics: dict[str, float | int] = Field(default_factory=dict)
+
+
+class GoldenUnavailable(RtlforgeError):
+    """The task's golden model cannot be loaded here (infrastructure, never the artifact's)."""
+
+
+# ------------------------------------------------------------------------------- golden
+
+
+def golden_instance(task: BehaveTask) -> ModelInstance:
+    """A fresh instance of the task's golden model: the ONE seam golden models load through.
+
+    TRANSITION (issue 13): until the behaviour DSL's loader (``rtlforge.behave.model``) is wired
+    in here by the lead, a golden is a trusted Python class ``Golden`` in ``golden.py``, written
+    by us, and it is imported ONLY for task directories inside this repository's ``examples/``.
+    Model text from anywhere else is never executed in this process.
+    """
+    directory = task.directory
+    if directory is None:
+        raise GoldenUnavailable(f"task {task.id}: no task directory to load the golden from")
+    path = (directory / task.golden).resolve()
+    trusted = path.suffix == ".py" and path.is_relative_to(EXAMPLES_DIR.resolve())
+    if not trusted:
+        raise GoldenUnavailable(
+            f"task {task.id}: golden {task.golden!r} is not a bundled example's trusted Python "
+            "reference, and the behaviour-DSL loader is not wired in yet")
+    spec = importlib.util.spec_from_file_location(f"rtlforge_behave_golden_{task.id}", path)
+    if spec is None or spec.loader is None:
+        raise GoldenUnavailable(f"task {task.id}: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # trusted: a file of this repository's examples/ only
+    cls = getattr(module, task.golden_class, None)
+    if cls is None:
+        raise GoldenUnavailable(f"task {task.id}: {path.name} defines no {task.golden_class}")
+    instance: ModelInstance = cls()
+    return instance
+
+
+# ------------------------------------------------------------------------------- models
+
+
+def _run_model(task: BehaveTask, stimulus: Stimulus, instance: ModelInstance,
+               ) -> list[dict[str, Value] | Failure]:
+    outs: list[dict[str, Value] | Failure] = []
+    instance.reset()
+    for n, txn in enumerate(stimulus.transactions):
+        if txn.reset and n > 0:
+            instance.reset()
+        result = instance.process(input_values(task, txn))
+        outs.append(result if isinstance(result, Failure) else dict(result))
+    return outs
+
+
+def _split(task: BehaveTask, iface: Interface, out: Mapping[str, Value]) -> dict[str, Value] | None:
+    names = [e.name for e in iface.endpoints]
+    present = [n for n in names if n in out]
+    if not present:
+        return None
+    if len(present) != len(names):
+        raise ValueError(f"the model returned only {present} of interface {iface.name} "
+                         f"({names}): an interface's endpoints come together or not at all")
+    for e in iface.endpoints:
+        check_value(e.type, out[e.name])
+    return {n: out[n] for n in names}
+
+
+def _segments(stimulus: Stimulus) -> list[int]:
+    seg, out = -1, []
+    for n, txn in enumerate(stimulus.transactions):
+        if txn.reset or n == 0:
+            seg += 1
+        out.append(seg)
+    return out
+
+
+def _decode(iface: Interface, hex_text: str) -> dict[str, Value] | None:
+    if any(c in "xz?" for c in hex_text):
+        return None
+    try:
+        bits = int(hex_text, 16)
+    except ValueError:
+        return None
+    values, offset = {}, 0
+    for e in iface.endpoints:
+        values[e.name] = from_bits(e.type, (bits >> offset) & ((1 << e.width) - 1))
+        offset += e.width
+    return values
+
+
+class _Judge:
+    """Collects mismatches across interfaces and keeps the first failing one (by cycle)."""
+
+    def __init__(self, task: BehaveTask, stimulus: Stimulus,
+                 expected: list[dict[str, Value] | Failure], cycles: dict[int, int]) -> None:
+        self.task, self.stimulus, self.expected, self.cycles = task, stimulus, expected, cycles
+        self.segments = _segments(stimulus)
+        self.count = 0
+        self.first: MismatchRecord | None = None
+
+    def _trace(self, n: int | None) -> tuple[TraceStep, ...]:
+        if n is None:
+            return ()
+        steps = []
+        for k in range(max(0, n - TRACE_CONTEXT), n):
+            if self.segments[k] != self.segments[n]:
+                continue
+            exp = self.expected[k]
+            steps.append(TraceStep(transaction=k, cycle=self.cycles.get(k),
+                                   inputs=dict(self.stimulus.transactions[k].inputs),
+                                   expected=None if isinstance(exp, Failure) else exp))
+        return tuple(steps)
+
+    def add(self, kind: Any, iface: str, message: str, *, n: int | None, cycle: int | None,
+            expected: dict[str, Any] | None = None, observed: Any = None) -> None:
+        self.count += 1
+        record_cycle = cycle if cycle is not None else (self.cycles.get(n) if n is not None
+                                                        else None)
+        if self.first is not None and (record_cycle is None or self.first.cycle is None
+                                       or record_cycle >= self.first.cycle):
+            return
+        self.first = MismatchRecord(
+            kind=kind, interface=iface, transaction=n, cycle=record_cycle, message=message,
+            inputs=dict(self.stimulus.transactions[n].inputs) if n is not None else None,
+            expected=expected, observed=observed, trace=self._trace(n))
+
+    def pairs(self, iface: str, pairs: Sequence[Pair], *, latency: bool,
+              accepts: Mapping[int, Any] | None = None) -> int:
+        done = 0
+        for p in pairs:
+            e, o = p.expected, p.observed
+            if e is None:
+                assert o is not None
+                self.add("unexpected", iface, "an output transaction no input called for",
+                         n=None, cycle=o.cycle, observed=o.values or o.raw)
+            elif o is None:
+                self.add("missing", iface, "the expected output transaction never came",
+                         n=e.transaction, cycle=None, expected=e.values)
+            elif o.values != e.values:
+                what = "unknown (X/Z) bits" if o.values is None else "a different value"
+                self.add("value", iface, f"the output carries {what}", n=e.transaction,
+                         cycle=o.cycle, expected=e.values, observed=o.values or o.raw)
+            else:
+                done += 1
+                if latency and accepts is not None:
+                    acc = accepts[e.transaction]
+                    lat = (o.first - acc.cycle) - (o.stalled - acc.stalled)
+                    lo, hi = self.task.latency.min, self.task.latency.max
+                    if not lo <= lat <= hi:
+                        self.add("latency", iface, f"latency {lat} cycles is outside "
+                                 f"[{lo}, {hi}]", n=e.transaction, cycle=o.cycle,
+                                 expected=e.values, observed=o.values)
+        return done
+
+
+def _expected_by_iface(task: BehaveTask, expected: list[dict[str, Value] | Failure],
+                       allowed: set[int] | None) -> dict[str, list[Expected]]:
+    out: dict[str, list[Expected]] = {i.name: [] for i in task.outputs}
+    for n, exp in enumerate(expected):
+        if isinstance(exp, Failure) or (allowed is not None and n not in allowed):
+            continue
+        for iface in task.outputs:
+            values = _split(task, iface, exp)
+            if values is not None:
+                out[iface.name].append(Expected(transaction=n, values=values))
+            elif iface.sampled and iface.protocol is not Protocol.FIXED_LATENCY:
+                raise ValueError(f"the model returned no {iface.name} for transaction {n}: a "
+                                 f"{iface.protocol.value} interface has an output every "
+                                 "transaction")
+    return out
+
+
+def _golden(task: BehaveTask, stimulus: Stimulus, golden: ModelInstance | None,
+            ) -> list[dict[str, Value] | Failure]:
+    instance = golden if golden is not None else golden_instance(task)
+    return _run_model(task, stimulus, instance)
+
+
+def _infra(artifact: Any, message: str) -> BehaveResult:
+    return BehaveResult(verdict="infra_error", artifact=artifact, message=message)
+
+
+# ------------------------------------------------------------------------------- public
+
+
+def check_model(task: BehaveTask, model: ModelInstance, *, seed: int = 0,
+                stimulus: Stimulus | StimulusConfig | None = None,
+                golden: ModelInstance | None = None) -> BehaveResult:
+    """Check a behaviour model against the golden on the same stimulus (independent state).
+
+    A model's transactions have no cycles: the transaction index stands in, and latency is not
+    checked. A declared failure matches a declared failure (reasons may differ).
+    """
+    stim = _stimulus(task, stimulus, seed)
+    try:
+        expected = _golden(task, stim, golden)
+    except Exception as exc:  # noqa: BLE001 - the golden is ours: its failure is infrastructure
+        return _infra("model", f"the golden model failed: {exc!r}")
+    try:
+        observed = _run_model(task, stim, model)
+    except Exception as exc:  # noqa: BLE001 - the artifact crashed: its fault
+        return BehaveResult(verdict="error", artifact="model",
+                            message=f"the model raised {exc!r}")
+    cycles = {n: n for n in range(len(stim.transactions))}
+    judge = _Judge(task, stim, expected, cycles)
+    try:
+        exp_by = _expected_by_iface(task, expected, None)
+    except ValueError as exc:
+        return _infra("model", f"the golden model broke the interface: {exc}")
+    segments = _segments(stim)
+    completed = 0
+    for n, (e, o) in enumerate(zip(expected, observed, strict=True)):
+        if isinstance(e, Failure) != isinstance(o, Failure):
+            judge.add("failure", "*", "one model declared a failure, the other did not", n=n,
+                      cycle=n, expected=None if isinstance(e, Failure) else e,
+                      observed=o.reason if isinstance(o, Failure) else o)
+    outputs = 0
+    try:
+        for iface in task.outputs:
+            obs_all: list[tuple[int, Observed]] = []
+            for n, o in enumerate(observed):
+                if isinstance(o, Failure):
+                    continue
+                values = _split(task, iface, o)
+                if values is not None:
+                    obs_all.append((n, Observed(cycle=n, values=values)))
+            exp_seg: dict[int, list[Expected]] = defaultdict(list)
+            obs_seg: dict[int, list[Observed]] = defaultdict(list)
+            for x in exp_by[iface.name]:
+                exp_seg[segments[x.transaction]].append(x)
+            for n, o in obs_all:
+                obs_seg[segments[n]].append(o)
+            for seg in sorted(set(exp_seg) | set(obs_seg)):
+                policy = "in_order" if iface.sampled else task.matching.policy
+                pairs = match_outputs(exp_seg[seg], obs_seg[seg], policy=policy,
+                                      id_field=task.matching.id_field)
+                completed += judge.pairs(iface.name, pairs, latency=False)
+                outputs += len(obs_seg[seg])
+    except ValueError as exc:
+        return BehaveResult(verdict="fail", artifact="model", mismatches=judge.count + 1,
+                            first_failure=judge.first, message=str(exc))
+    coverage = Coverage(transactions=len(stim.transactions), completed=completed,
+                        outputs=outputs, resets=len(set(segments)))
+    return BehaveResult(verdict="fail" if judge.count else "pass", artifact="model",
+                        mismatches=judge.count, first_failure=judge.first, coverage=coverage)
+
+
+def _stimulus(task: BehaveTask, stimulus: Stimulus | StimulusConfig | None, seed: int
+              ) -> Stimulus:
+    if isinstance(stimulus, Stimulus):
+        return stimulus
+    config = stimulus or StimulusConfig(seed=seed)
+    return generate_stimulus(task, config)
+
+
+def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
+              pipeline: Any = None, seed: int = 0,
+              stimulus: Stimulus | StimulusConfig | None = None,
+              golden: ModelInstance | None = None, timeout_s: float = 120.0,
+              stall_limit: int | None = None) -> BehaveResult:
+    """Simulate ``candidate`` in the generated testbench and judge it against the golden.
+
+    ``runner`` (a SandboxRunner) or ``pipeline`` (its runner is used); with neither, a runner
+    is made for this call and closed after it.
+    """
+    from rtlforge.sandbox.runner import SandboxRunner
+
+    start = time.perf_counter()
+    stim = _stimulus(task, stimulus, seed)
+    try:
+        expected = _golden(task, stim, golden)
+        if any(isinstance(e, Failure) for e in expected):
+            return _infra("rtl", "the golden model declared a failure on generated stimulus: "
+                                 "the task does not constrain its inputs to the spec's domain")
+    except Exception as exc:  # noqa: BLE001 - the golden is ours: infrastructure
+        return _infra("rtl", f"the golden model failed: {exc!r}")
+    plan = plan_testbench(task, stim, stall_limit=stall_limit)
+    own = runner is None and pipeline is None
+    active = runner if runner is not None else (pipeline.runner if pipeline is not None
+                                                else SandboxRunner())
+    try:
+        run = simulate(plan, candidate, active, timeout_s=timeout_s)
+    except SecurityViolation as exc:
+        return BehaveResult(verdict="fail", artifact="rtl", message=f"security: {exc}")
+    except RtlforgeError as exc:
+        if is_infra(exc):
+            return _infra("rtl", str(exc))
+        assert isinstance(exc, DesignError)
+        return BehaveResult(verdict="error", artifact="rtl", message=str(exc))
+    finally:
+        if own:
+            active.close()
+    metrics: dict[str, float | int] = {"compile_s": round(run.compile_s, 4),
+                                       "sim_s": round(run.sim_s, 4),
+                                       "transactions": len(stim.transactions)}
+    if run.status == "compile_error":
+        text = "; ".join(f.message for f in run.feedback if f.severity == "error")
+        return BehaveResult(verdict="error", artifact="rtl", metrics=metrics,
+                            message=f"the design does not compile: {text or run.message}")
+    if run.status == "timeout":
+        return BehaveResult(verdict="timeout", artifact="rtl", message=run.message,
+                            metrics=metrics)
+    if run.status != "ok" or run.log is None:
+        return _infra("rtl", run.message)
+    metrics["cycles"] = run.log.cycles
+    try:
+        result = _judge_rtl(task, stim, expected, run.log, metrics)
+    except ValueError as exc:
+        return _infra("rtl", f"the golden model broke the interface: {exc}")
+    return result.model_copy(update={"metrics": {
+        **result.metrics, "total_s": round(time.perf_counter() - start, 4)}})
+
+
+def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value] | Failure],
+               log: RunLog, metrics: dict[str, float | int]) -> BehaveResult:
+    accepts = {a.index: a for a in log.accepts}
+    cycles = {n: a.cycle for n, a in accepts.items()}
+    judge = _Judge(task, stim, expected, cycles)
+    exp_by = _expected_by_iface(task, expected, set(accepts))
+    segments = _segments(stim)
+    resets = list(log.resets)
+    violations = [Violation(kind=v.kind, interface=v.iface, cycle=v.cycle,
+                            message=_VIOLATION_TEXT.get(v.kind, v.kind))
+                  for v in log.violations]
+    if log.watchdog is not None:
+        offered = len(accepts)
+        violations.append(Violation(
+            kind="watchdog", interface=task.data_input.name, cycle=log.watchdog,
+            message=f"no progress for the stall limit: input transaction {offered} was offered "
+                    "and not accepted, or an operation never finished"))
+    elif not log.ended:
+        violations.append(Violation(kind="early_end", interface="*", cycle=log.cycles,
+                                    message="the simulation ended before the testbench did "
+                                            "(the design called $finish/$stop, or the log was "
+                                            "cut)"))
+
+    def segment_of_cycle(cycle: int) -> int:
+        return max(0, bisect.bisect_right(resets, cycle) - 1)
+
+    completed = outputs = 0
+    for iface in task.outputs:
+        if iface.sampled:
+            samples = log.samples.get(iface.name, {})
+            exp = exp_by[iface.name]
+            pairs = []
+            for e in exp:
+                cyc = cycles[e.transaction] + (iface.latency or 0)
+                raw = samples.get(cyc)
+                obs = (Observed(cycle=cyc, values=_decode(iface, raw), raw=raw)
+                       if raw is not None else None)
+                pairs.append(Pair(expected=e, observed=obs))
+            completed += judge.pairs(iface.name, pairs, latency=False)
+            outputs += len(pairs)
+            continue
+        events = [Observed(cycle=o.cycle, values=_decode(iface, o.hex), first=o.first,
+                           stalled=o.stalled, raw=o.hex)
+                  for o in log.outputs if o.iface == iface.name]
+        outputs += len(events)
+        exp_by_seg: dict[int, list[Expected]] = defaultdict(list)
+        obs_by_seg: dict[int, list[Observed]] = defaultdict(list)
+        for x in exp_by[iface.name]:
+            exp_by_seg[segments[x.transaction]].append(x)
+        for o in events:
+            obs_by_seg[segment_of_cycle(o.cycle)].append(o)
+        for seg in sorted(set(exp_by_seg) | set(obs_by_seg)):
+            pairs = match_outputs(exp_by_seg[seg], obs_by_seg[seg], policy=task.matching.policy,
+                                  id_field=task.matching.id_field)
+            completed += judge.pairs(iface.name, pairs, latency=True, accepts=accepts)
+    failed = judge.count > 0 or bool(violations)
+    coverage = Coverage(transactions=len(stim.transactions), completed=completed,
+                        outputs=outputs, resets=len(resets))
+    message = ""
+    if judge.first is not None:
+        message = judge.first.describe()
+    elif violations:
+        message = f"{violations[0].kind} on {violations[0].interface} at cycle " \
+                  f"{violations[0].cycle}: {violations[0].message}"
+    return BehaveResult(verdict="fail" if failed else "pass", artifact="rtl",
+                        mismatches=judge.count, first_failure=judge.first,
+                        violations=tuple(violations), coverage=coverage, message=message,
+                        metrics=metrics)
+
+
+_VIOLATION_TEXT = {
+    "valid_dropped": "valid fell before the transfer (ready was low): a ready/valid sender "
+                     "holds valid until ready",
+    "unstable": "the data changed while valid was high and ready low",
+    "x_data": "unknown (X/Z) bits on a valid output",
+    "x_valid": "the valid/done signal is unknown (X/Z)",
+    "x_ready": "the design's ready is unknown (X/Z)",
+}

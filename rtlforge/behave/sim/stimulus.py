@@ -1,0 +1,173 @@
+"""Stimulus for BEHAVE-Sim: edge cases per type, seeded random sequences, schedule variation.
+
+One :class:`Stimulus` drives the RTL (through the testbench's files) and every behaviour model
+alike, so they all see the same logical inputs. A stimulus is a list of transactions for the
+data interface (configuration values ride along in each one) plus backpressure patterns for the
+design's ready/valid outputs. Schedule variation: idle gaps before a transaction, resets at the
+start of a sequence and, rarely, mid-stream (after the design drained: what a reset does to
+transactions in flight is not something a behaviour model specifies), and continuous sequences
+that keep the state of the one before (no reset between them).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rtlforge.behave.sim.protocols import Protocol
+from rtlforge.behave.sim.task import BehaveTask
+from rtlforge.behave.types import ArrayType, ScalarType, Value, from_bits
+
+__all__ = [
+    "BACKPRESSURE_CYCLES",
+    "Stimulus",
+    "StimulusConfig",
+    "Transaction",
+    "edge_cases",
+    "generate_stimulus",
+]
+
+#: Length of each backpressure pattern; the testbench cycles through it.
+BACKPRESSURE_CYCLES = 256
+#: Widest idle gap the testbench's stimulus word can carry.
+MAX_GAP = 255
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StimulusConfig(_Frozen):
+    """How much stimulus and of which kinds; the defaults are the issue's baseline."""
+
+    seed: int = 0
+    sequences: int = Field(50, ge=0)
+    transactions: int = Field(100, ge=1)  # per sequence
+    edge_sweep: bool = True  # one extra first sequence walking every endpoint's edge cases
+    edge_fraction: float = Field(0.15, ge=0, le=1)  # random values replaced by edge cases
+    idle_probability: float = Field(0.2, ge=0, le=1)
+    max_gap: int = Field(3, ge=0, le=MAX_GAP)
+    reset_probability: float = Field(0.01, ge=0, le=1)  # mid-stream, per transaction
+    continuous_fraction: float = Field(0.2, ge=0, le=1)  # sequences that keep the state
+    backpressure: bool = True
+
+
+class Transaction(_Frozen):
+    inputs: dict[str, Any]
+    gap: int = 0  # idle cycles before it is offered
+    reset: bool = False  # reset design and models before it
+    sequence: int = 0
+
+
+class Stimulus(_Frozen):
+    transactions: tuple[Transaction, ...]
+    backpressure: dict[str, tuple[bool, ...]] = Field(default_factory=dict)  # iface -> ready
+
+
+def edge_cases(t: ScalarType | ArrayType) -> list[Value]:
+    """Values where designs break: 0, 1, max, min, sign boundaries, all-ones, walking ones."""
+    if isinstance(t, ArrayType):
+        elems = edge_cases(t.element)
+        out: list[Value] = [tuple(e for _ in range(t.length)) for e in elems]
+        lo, hi = elems[0], elems[-1]
+        for i in range(min(t.length, 8)):  # one element at its extreme, the rest at the other
+            out.append(tuple(hi if j == i else lo for j in range(t.length)))
+        return out
+    if t.kind == "bool":
+        return [False, True]
+    w = t.width
+    patterns = [0, 1, (1 << w) - 1, (1 << w) - 2, 1 << (w - 1), (1 << (w - 1)) - 1,
+                (1 << (w - 1)) + 1, int("01" * w, 2) & ((1 << w) - 1),
+                int("10" * w, 2) & ((1 << w) - 1)]
+    patterns += [1 << i for i in range(w)]  # walking ones
+    seen: dict[Value, None] = {}
+    for bits in patterns:
+        seen.setdefault(from_bits(t, bits & ((1 << w) - 1)), None)
+    values = sorted(seen, key=lambda v: (int(v) != 0, int(v)))
+    return values
+
+
+def _random_value(t: ScalarType | ArrayType, rng: random.Random, edge_fraction: float) -> Value:
+    if isinstance(t, ArrayType):
+        return tuple(_random_value(t.element, rng, edge_fraction) for _ in range(t.length))
+    if rng.random() < edge_fraction:
+        return rng.choice(edge_cases(t))
+    return from_bits(t, rng.getrandbits(t.width))
+
+
+def _backpressure(rng: random.Random) -> tuple[bool, ...]:
+    """Ready patterns in segments: always ready, coin flips, mostly stalled, bursts."""
+    out: list[bool] = []
+    while len(out) < BACKPRESSURE_CYCLES:
+        kind = rng.randrange(4)
+        if kind == 0:
+            out += [True] * 24
+        elif kind == 1:
+            out += [rng.random() < 0.5 for _ in range(32)]
+        elif kind == 2:
+            out += [rng.random() < 0.2 for _ in range(24)]
+        else:
+            off, on = rng.randint(2, 9), rng.randint(2, 9)
+            out += ([False] * off + [True] * on) * 2
+    return tuple(out[:BACKPRESSURE_CYCLES])
+
+
+def generate_stimulus(task: BehaveTask, config: StimulusConfig | None = None) -> Stimulus:
+    """The seeded stimulus for ``task``: the same seed gives the same transactions."""
+    config = config or StimulusConfig()
+    rng = random.Random(config.seed)
+    data = task.data_input
+    # without a valid pin an idle cycle would look like a transaction to the design
+    every_cycle = data.protocol in (Protocol.COMBINATIONAL, Protocol.PER_CYCLE) or (
+        data.protocol is Protocol.FIXED_LATENCY and "valid" not in data.pins)
+    static = [e for i in task.static_inputs for e in i.endpoints]
+    txns: list[Transaction] = []
+
+    def config_values() -> dict[str, Value]:
+        return {e.name: _random_value(e.type, rng, 0.3) for e in static}
+
+    def gap() -> int:
+        if every_cycle or config.max_gap == 0 or rng.random() >= config.idle_probability:
+            return 0
+        return rng.randint(1, config.max_gap)
+
+    seq = 0
+    if config.edge_sweep:
+        held = config_values()
+        sweep = [(e, v) for e in (*static, *data.endpoints) for v in edge_cases(e.type)]
+        for k, (endpoint, value) in enumerate(sweep):
+            values = {e.name: _random_value(e.type, rng, 0.5) for e in data.endpoints}
+            if endpoint in static:  # a configuration value changes only with a reset
+                held = {**held, endpoint.name: value}
+            else:
+                values[endpoint.name] = value
+            reset = k == 0 or endpoint in static
+            txns.append(Transaction(inputs={**held, **values}, gap=gap(), reset=reset,
+                                    sequence=seq))
+        seq += 1
+    held = config_values()
+    for s in range(config.sequences):
+        keep = bool(txns) and s > 0 and rng.random() < config.continuous_fraction
+        if not keep:
+            held = config_values()
+        for k in range(config.transactions):
+            reset = (k == 0 and not keep) or (k > 0 and rng.random() < config.reset_probability)
+            values = {e.name: _random_value(e.type, rng, config.edge_fraction)
+                      for e in data.endpoints}
+            txns.append(Transaction(inputs={**held, **values}, gap=gap(), reset=reset or not txns,
+                                    sequence=seq))
+        seq += 1
+    if task.reset is None:  # nothing can reset the design: only the first transaction resets
+        txns = [t.model_copy(update={"reset": n == 0}) if t.reset != (n == 0) else t
+                for n, t in enumerate(txns)]
+    bp = {i.name: (_backpressure(rng) if config.backpressure else (True,) * BACKPRESSURE_CYCLES)
+          for i in task.outputs if i.protocol is Protocol.READY_VALID}
+    return Stimulus(transactions=tuple(txns), backpressure=bp)
+
+
+def input_values(task: BehaveTask, txn: Transaction) -> Mapping[str, Value]:
+    """The mapping a behaviour model's ``process`` receives for ``txn``."""
+    return {e.name: txn.inputs[e.name] for e in task.input_endpoints}

@@ -1,0 +1,370 @@
+"""The BEHAVE task format: a spec, typed interfaces with protocols, rules, a golden model.
+
+A task directory holds ``behave.toml`` (this format; docs/behave-sim.md describes every field),
+the spec text and the golden model. Loading is strict: bad TOML, an unknown key, a wrong type or
+an inconsistent declaration raises :class:`BehaveTaskError` naming the field (and the line in
+``behave.toml`` where it can be found), never a bare ``KeyError`` from deep inside the checker.
+
+Endpoint names are the names the behaviour model sees: ``process`` takes a mapping from input
+endpoint name to value and returns one from output endpoint name to value. An output
+interface's transaction is expected exactly when ``process`` returns its endpoints (all of them;
+none means no output for that transaction, so a model can emit one sum per four inputs).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rtlforge.behave.sim.protocols import Protocol, allowed_pins, required_pins
+from rtlforge.behave.types import ArrayType, ScalarType, ValueType, bit_width
+from rtlforge.core.errors import TaskFormatError
+
+__all__ = [
+    "TASK_FILE",
+    "BehaveTask",
+    "BehaveTaskError",
+    "Endpoint",
+    "Interface",
+    "LatencyBounds",
+    "Matching",
+    "ResetSpec",
+    "load_behave_task",
+    "parse_type",
+]
+
+TASK_FILE = "behave.toml"
+_MAX_TEXT_BYTES = 1 << 20
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLAIN_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_TYPE_TEXT = re.compile(r"^(?:(?P<kind>uint|sint)(?P<width>\d+)|(?P<bool>bool))"
+                        r"(?:\[(?P<length>\d+)\])?$")
+#: Verilog keywords an endpoint or port may not be named (the testbench declares them).
+_RESERVED = frozenset([
+    "module", "endmodule", "input", "output", "inout", "wire", "reg", "logic", "integer",
+    "begin", "end", "always", "initial", "assign", "if", "else", "case", "for", "while", "task",
+    "function"])
+
+
+class BehaveTaskError(TaskFormatError):
+    """A malformed BEHAVE task: ``field`` is the dotted path, ``line`` its line in the file."""
+
+    def __init__(self, message: str, *, field: str | None = None, line: int | None = None,
+                 file: str | None = None) -> None:
+        where = ":".join(str(p) for p in (file, line) if p is not None)
+        super().__init__(f"{where}: {message}" if where else message)
+        self.field = field
+        self.line = line
+        self.file = file
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def parse_type(value: object) -> ScalarType | ArrayType:
+    """A type from its short text (``uint8``, ``sint16``, ``bool``, ``uint4[8]``) or table."""
+    if isinstance(value, ScalarType | ArrayType):
+        return value
+    if isinstance(value, str):
+        found = _TYPE_TEXT.match(value.strip())
+        if not found:
+            raise ValueError(f"{value!r} is not a type (uint<W>, sint<W>, bool, or one of "
+                             "these with [N] for an array)")
+        element = (ScalarType(kind="bool") if found["bool"]
+                   else ScalarType(kind=found["kind"], width=int(found["width"])))
+        if found["length"]:
+            return ArrayType(element=element, length=int(found["length"]))
+        return element
+    if isinstance(value, dict):
+        if value.get("kind") == "array":
+            return ArrayType.model_validate({**value, "element": parse_type(value.get("element"))})
+        return ScalarType.model_validate(value)
+    raise ValueError(f"expected a type, got {value!r}")
+
+
+class Endpoint(_Frozen):
+    """One value an interface carries: the model's name for it, its type and its port."""
+
+    name: str
+    type: ValueType
+    port: str | None = None  # the Verilog port; default: the endpoint's name
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _short_type(cls, value: object) -> object:
+        return parse_type(value)
+
+    @property
+    def pin(self) -> str:
+        return self.port or self.name
+
+    @property
+    def width(self) -> int:
+        return bit_width(self.type)
+
+
+class Interface(_Frozen):
+    """A group of endpoints that move together under one protocol."""
+
+    name: str
+    direction: Literal["input", "output"]
+    protocol: Protocol
+    pins: dict[str, str] = Field(default_factory=dict)  # valid/ready/start/done -> port
+    latency: int | None = Field(None, ge=0, le=4096)  # fixed_latency outputs only
+    endpoints: tuple[Endpoint, ...] = Field(min_length=1)
+
+    @property
+    def width(self) -> int:
+        return sum(e.width for e in self.endpoints)
+
+    @property
+    def sampled(self) -> bool:
+        """Observed at fixed cycles rather than by a handshake (matched in cycle order)."""
+        return self.protocol in (Protocol.COMBINATIONAL, Protocol.PER_CYCLE,
+                                 Protocol.FIXED_LATENCY)
+
+
+class ResetSpec(_Frozen):
+    signal: str
+    active: Literal["high", "low"] = "high"
+    kind: Literal["sync", "async"] = "sync"
+    cycles: int = Field(2, ge=1, le=64)
+
+
+class Matching(_Frozen):
+    """How observed outputs pair with expected ones on handshake interfaces."""
+
+    policy: Literal["in_order", "by_id", "multiset"] = "in_order"
+    id_field: str | None = None  # by_id: the output endpoint whose value names the transaction
+
+
+class LatencyBounds(_Frozen):
+    """Cycles from the input transaction to its output being offered, stalls excluded."""
+
+    min: int = Field(0, ge=0)
+    max: int = Field(16, ge=0, le=100_000)
+
+
+class BehaveTask(_Frozen):
+    id: str
+    top: str
+    spec: str = ""
+    spec_file: str | None = None
+    clock: str | None = None
+    reset: ResetSpec | None = None
+    interfaces: tuple[Interface, ...] = Field(min_length=2)
+    matching: Matching = Matching()
+    latency: LatencyBounds = LatencyBounds()
+    golden: str  # file name of the golden model inside the task directory
+    golden_class: str = "Golden"
+    directory: Path | None = Field(None, exclude=True)
+
+    @property
+    def data_input(self) -> Interface:
+        """The one input interface whose events form transactions."""
+        return next(i for i in self.interfaces
+                    if i.direction == "input" and i.protocol is not Protocol.STATIC)
+
+    @property
+    def static_inputs(self) -> tuple[Interface, ...]:
+        return tuple(i for i in self.interfaces if i.protocol is Protocol.STATIC)
+
+    @property
+    def outputs(self) -> tuple[Interface, ...]:
+        return tuple(i for i in self.interfaces if i.direction == "output")
+
+    @property
+    def input_endpoints(self) -> tuple[Endpoint, ...]:
+        return (*(e for i in self.static_inputs for e in i.endpoints),
+                *self.data_input.endpoints)
+
+    @property
+    def combinational(self) -> bool:
+        return self.data_input.protocol is Protocol.COMBINATIONAL
+
+
+# ------------------------------------------------------------------------------- checks
+
+
+def _fail(message: str, field: str) -> BehaveTaskError:
+    return BehaveTaskError(f"field {field!r}: {message}", field=field)
+
+
+def check_task(task: BehaveTask) -> None:
+    """Raise :class:`BehaveTaskError` for declarations that parse but cannot be simulated."""
+    for field, name in (("id", task.id), ("top", task.top)):
+        if not _IDENT.match(name):
+            raise _fail(f"{name!r} is not a plain identifier", field)
+    data = [i for i in task.interfaces
+            if i.direction == "input" and i.protocol is not Protocol.STATIC]
+    if len(data) != 1:
+        raise _fail(f"exactly one non-static input interface forms the transactions; found "
+                    f"{len(data)} (configuration goes in 'static' interfaces)", "interfaces")
+    if not task.outputs:
+        raise _fail("at least one output interface is needed", "interfaces")
+    ports: dict[str, str] = {}
+
+    def claim(port: str, field: str) -> None:
+        if not _IDENT.match(port) or port in _RESERVED:
+            raise _fail(f"{port!r} is not a usable Verilog identifier", field)
+        if port in ports:
+            raise _fail(f"port {port!r} is already used by {ports[port]}", field)
+        ports[port] = field
+
+    sampled_in = data[0].protocol in (Protocol.COMBINATIONAL, Protocol.PER_CYCLE)
+    if task.clock is not None:
+        claim(task.clock, "clock")
+    if task.reset is not None:
+        claim(task.reset.signal, "reset.signal")
+    names: set[str] = set()
+    for n, iface in enumerate(task.interfaces):
+        where = f"interfaces[{n}]"
+        if not _IDENT.match(iface.name):
+            raise _fail(f"{iface.name!r} is not a plain identifier", f"{where}.name")
+        if iface.protocol is Protocol.STATIC and iface.direction != "input":
+            raise _fail("a static (configuration) interface is an input", f"{where}.protocol")
+        if iface.direction == "output" and iface.protocol is not Protocol.STATIC:
+            sampled_out = iface.protocol in (Protocol.COMBINATIONAL, Protocol.PER_CYCLE)
+            if sampled_out != sampled_in:
+                raise _fail(f"output protocol {iface.protocol.value} cannot pair with input "
+                            f"protocol {data[0].protocol.value}: combinational and per_cycle "
+                            "inputs and outputs go together", f"{where}.protocol")
+            if (iface.protocol is Protocol.COMBINATIONAL) != task.combinational:
+                raise _fail("combinational outputs need a combinational input and vice versa",
+                            f"{where}.protocol")
+        if iface.protocol is Protocol.FIXED_LATENCY and iface.direction == "output" \
+                and iface.latency is None:
+            raise _fail("a fixed_latency output declares its latency", f"{where}.latency")
+        if iface.latency is not None and not (iface.protocol is Protocol.FIXED_LATENCY
+                                              and iface.direction == "output"):
+            raise _fail("only a fixed_latency output has a latency", f"{where}.latency")
+        allowed = allowed_pins(iface.protocol, iface.direction)
+        for pin, port in iface.pins.items():
+            if pin not in allowed:
+                raise _fail(f"protocol {iface.protocol.value} ({iface.direction}) has no pin "
+                            f"{pin!r}; its pins: {list(allowed) or 'none'}", f"{where}.pins.{pin}")
+            claim(port, f"{where}.pins.{pin}")
+        for pin in required_pins(iface.protocol, iface.direction):
+            if pin not in iface.pins:
+                raise _fail(f"protocol {iface.protocol.value} needs the pin {pin!r}",
+                            f"{where}.pins")
+        for k, ep in enumerate(iface.endpoints):
+            field = f"{where}.endpoints[{k}]"
+            if not _IDENT.match(ep.name):
+                raise _fail(f"{ep.name!r} is not a plain identifier", f"{field}.name")
+            if ep.name in names:
+                raise _fail(f"endpoint {ep.name!r} is declared twice", f"{field}.name")
+            names.add(ep.name)
+            claim(ep.pin, f"{field}.port")
+    if not task.combinational and task.clock is None:
+        raise _fail("a clocked protocol needs the clock port", "clock")
+    if task.latency.min > task.latency.max:
+        raise _fail("min exceeds max", "latency")
+    if task.matching.policy == "by_id":
+        out_names = {e.name for i in task.outputs for e in i.endpoints}
+        if task.matching.id_field not in out_names:
+            raise _fail("by_id names an output endpoint as its id_field", "matching.id_field")
+    elif task.matching.id_field is not None:
+        raise _fail("id_field belongs to the by_id policy", "matching.id_field")
+    if not _PLAIN_FILE.match(task.golden):
+        raise _fail(f"{task.golden!r} is not a plain file name in the task directory", "golden")
+    if not _IDENT.match(task.golden_class):
+        raise _fail(f"{task.golden_class!r} is not a plain identifier", "golden_class")
+
+
+# ------------------------------------------------------------------------------- loading
+
+
+def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort line of a field path in the TOML text: the array table it is in (counted by
+    index), then the outermost key after it (an inline table or array is on that key's line)."""
+    lines = text.splitlines()
+    start, rest = 0, list(loc)
+    for i, part in enumerate(loc):
+        if isinstance(part, int) and i > 0 and isinstance(loc[i - 1], str):
+            header = re.compile(rf"^\s*\[\[\s*{re.escape(loc[i - 1])}\s*\]\]")
+            hits = [n for n, line in enumerate(lines) if n >= start and header.match(line)]
+            if part < len(hits):
+                start, rest = hits[part], list(loc[i + 1:])
+    key = next((p for p in rest if isinstance(p, str)), None)
+    if key is None:
+        return start + 1 if start else None
+    pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=|^\s*\[+\s*{re.escape(key)}\s*\]")
+    for n in range(start, len(lines)):
+        if n > start and lines[n].lstrip().startswith("[[") and start:
+            break
+        if pattern.search(lines[n]):
+            return n + 1
+    return start + 1 if start else None
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        if path.is_symlink() or not path.is_file():
+            raise BehaveTaskError(f"{what} {path.name!r} is not a file in the task directory",
+                                  field=what, file=str(path))
+        if path.stat().st_size > _MAX_TEXT_BYTES:
+            raise BehaveTaskError(f"{what} is larger than {_MAX_TEXT_BYTES} bytes", field=what,
+                                  file=str(path))
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BehaveTaskError(f"cannot read {what}: {exc}", field=what, file=str(path)) from exc
+
+
+def parse_behave_task(text: str, *, file: str = TASK_FILE,
+                      directory: Path | None = None) -> BehaveTask:
+    """A task from its TOML text; ``directory`` resolves the spec and golden files."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"line (\d+)", str(exc))
+        raise BehaveTaskError(f"not valid TOML: {exc}", file=file,
+                              line=int(found[1]) if found else None) from exc
+    try:
+        task = BehaveTask.model_validate({**raw, "directory": directory})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        field = _field_path(loc)
+        raise BehaveTaskError(f"field {field!r}: {first['msg']}", field=field, file=file,
+                              line=_line_of(text, loc)) from exc
+    try:
+        check_task(task)
+    except BehaveTaskError as exc:
+        loc = tuple(int(p) if p.isdigit() else p
+                    for p in re.split(r"[.\[\]]+", exc.field or "") if p)
+        raise BehaveTaskError(str(exc), field=exc.field, file=file,
+                              line=_line_of(text, loc)) from exc
+    return task
+
+
+def load_behave_task(directory: str | Path) -> BehaveTask:
+    """Load ``behave.toml`` from a task directory (spec text read, golden file checked)."""
+    root = Path(directory).resolve()
+    path = root / TASK_FILE
+    text = _read(path, TASK_FILE)
+    task = parse_behave_task(text, file=str(path), directory=root)
+    updates: dict[str, Any] = {}
+    if task.spec_file is not None:
+        if not _PLAIN_FILE.match(task.spec_file):
+            raise BehaveTaskError(f"field 'spec_file': {task.spec_file!r} is not a plain file "
+                                  "name", field="spec_file", file=str(path))
+        updates["spec"] = _read(root / task.spec_file, "spec_file")
+    golden = root / task.golden
+    if golden.is_symlink() or not golden.is_file():
+        raise BehaveTaskError(f"field 'golden': {task.golden!r} is not a file in the task "
+                              "directory", field="golden", file=str(path),
+                              line=_line_of(text, ("golden",)))
+    return task.model_copy(update=updates) if updates else task
