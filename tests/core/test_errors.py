@@ -88,6 +88,8 @@ BRANCH: dict[str, str] = {
     "rtlforge.agents.testbench:RealTestbenchError": CONFIG,  # asked to replace a real testbench
     "rtlforge.agents.config:AgentsFileError": CONFIG,
     "rtlforge.agents.run:UnsafeRunDirError": CONFIG,  # a run dir with links or foreign files
+    "rtlforge.behave.sim.task:BehaveTaskError": CONFIG,  # a bad behave.toml
+    "rtlforge.behave.sim.check:GoldenUnavailable": CONFIG,  # the task's golden cannot load
 }
 #: Abstract bases: on no branch themselves (their subclasses are).
 BASES = {"rtlforge.core.errors:InfraError", "rtlforge.core.errors:DesignError",

@@ -32,7 +32,13 @@ from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stim
 from rtlforge.behave.sim.task import BehaveTask, Interface
 from rtlforge.behave.sim.testbench import plan_testbench
 from rtlforge.behave.types import Value, check_value, from_bits
-from rtlforge.core.errors import DesignError, RtlforgeError, SecurityViolation, is_infra
+from rtlforge.core.errors import (
+    ConfigError,
+    DesignError,
+    RtlforgeError,
+    SecurityViolation,
+    is_infra,
+)
 from rtlforge.core.models import Candidate
 
 __all__ = ["BehaveResult", "Coverage", "GoldenUnavailable", "MismatchRecord", "TraceStep",
@@ -109,8 +115,9 @@ class BehaveResult(_Frozen):
     metrics: dict[str, float | int] = Field(default_factory=dict)
 
 
-class GoldenUnavailable(RtlforgeError):
-    """The task's golden model cannot be loaded here (infrastructure, never the artifact's)."""
+class GoldenUnavailable(ConfigError):
+    """The task's golden model cannot be loaded here: the task's setup, never the artifact's
+    fault (so never a ``fail``; ``is_infra`` holds for configuration errors)."""
 
 
 # ------------------------------------------------------------------------------- golden
