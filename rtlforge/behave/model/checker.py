@@ -144,7 +144,7 @@ def _check_node(node: ast.AST, strings: set[int]) -> None:
     elif isinstance(node, ast.Name):
         if _is_dunder(node.id):
             raise _at(node, "dunder", f"`{node.id}`: dunder names are not allowed")
-        if node.id in _FORBIDDEN_CALLS:
+        if node.id in _FORBIDDEN_CALLS and isinstance(node.ctx, ast.Load):
             raise _at(node, node.id, f"`{node.id}` is not allowed (no I/O, no dynamic code)")
     elif isinstance(node, ast.Attribute):
         if _is_dunder(node.attr):
