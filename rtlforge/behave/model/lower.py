@@ -996,7 +996,9 @@ class _Lowering:
 def _load(target: ast.expr) -> ast.expr:
     """The read form of an augmented assignment's target."""
     node = ast.parse(ast.unparse(target), mode="eval").body
-    return ast.copy_location(node, target)
+    for child in ast.walk(node):  # errors inside point at the statement's line
+        ast.copy_location(child, target)
+    return node
 
 
 def lower_module(tree: ast.Module, name: str) -> ModelIR:

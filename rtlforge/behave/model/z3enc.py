@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_SYMBOLIC_ARRAY",
+    "MAX_SYMBOLIC_OPS",
     "SolveResult",
     "StepEncoding",
     "Unsupported",
@@ -65,6 +66,9 @@ __all__ = [
 
 #: Longest array the encoding accepts (a symbolic index becomes a mux over the elements).
 MAX_SYMBOLIC_ARRAY = 1024
+#: Largest process() (IR operations after unrolling) the encoding accepts: bounds term depth,
+#: which Z3 walks recursively in native code.
+MAX_SYMBOLIC_OPS = 20_000
 
 
 class Unsupported(Exception):
@@ -445,6 +449,9 @@ class _Encoder:
 
 
 def _check_supported(model: BehaviorModel) -> None:
+    if model.ir.process.ops > MAX_SYMBOLIC_OPS:
+        raise Unsupported(f"a process() of {model.ir.process.ops} IR operations "
+                          f"(> {MAX_SYMBOLIC_OPS})")
     for slot in model.ir.slots:
         if slot.length > MAX_SYMBOLIC_ARRAY:
             raise Unsupported(f"array `{slot.name}` of {slot.length} elements "

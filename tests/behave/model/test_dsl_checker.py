@@ -198,3 +198,10 @@ def test_hostile_sources_fail_fast_with_a_typed_error(source: str) -> None:
         load_model(source)
     assert info.value.construct in {"size", "nesting", "syntax"}
     assert time.perf_counter() - start < 5.0
+
+
+def test_errors_inside_augmented_assignments_point_at_their_line() -> None:
+    body = "t: Array[UInt[8], 2] = (1, 2)\nt[q] += 1\nreturn Out(y=x)"
+    with pytest.raises(ModelError) as info:
+        load_model(with_body(body))
+    assert (info.value.construct, info.value.line) == ("name", 12)

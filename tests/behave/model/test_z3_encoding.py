@@ -201,3 +201,16 @@ def test_a_missing_z3_gives_a_typed_error_that_says_what_to_install(
         z3enc.solve_for_branch(model, (0, True))
     assert "z3-solver" in str(info.value)
     assert model.instance().process({"key": 5}) == {"y": 6, "unlocked": False}
+
+
+@needs_z3
+def test_a_very_large_process_is_refused_symbolically() -> None:
+    body = "\n".join(["class Out(Record):", "    y: UInt[16]", "", "class M(Model):",
+                      "    s: Bool", "", "    def reset(self):", "        self.s = False", "",
+                      "    def process(self, x: UInt[8]) -> Out:", "        acc = 0",
+                      "        for i in range(1000):", "            for j in range(4):",
+                      "                acc = wrap(acc + x, 16)", "        return Out(y=acc)"])
+    model = load_model(body)
+    assert model.instance().process({"x": 1}) == {"y": 4000}
+    with pytest.raises(z3enc.Unsupported, match="IR operations"):
+        z3enc.encode_step(model, z3enc.state_vars(model))
