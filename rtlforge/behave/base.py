@@ -5,7 +5,7 @@ and the simulator may use any object with the same two methods."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,11 +17,15 @@ Outputs = Mapping[str, Value]
 
 
 class Failure(BaseModel):
-    """A declared failure: the model says this transaction is an error (``fail(reason)``)."""
+    """A declared failure: the model says this transaction is an error (``fail(reason)``).
+
+    ``kind="range"``: not declared but a DSL runtime check (a value that does not fit its
+    declared width, an index out of range, a division by zero): a bug in the model itself."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     reason: str
+    kind: Literal["declared", "range"] = "declared"
 
 
 class ModelInstance(Protocol):
