@@ -163,7 +163,8 @@ def _check_node(node: ast.AST, strings: set[int]) -> None:
                           "docstrings")
         elif isinstance(value, bool) or value is None:
             if value is None:
-                raise _at(node, "None", "`None` is not allowed")
+                raise _at(node, "None", "`None` is not allowed (a bare `return` in process() "
+                          "means no output this transaction)")
         elif isinstance(value, int):
             if value.bit_length() > MAX_WIDTH:
                 raise _at(node, "literal", f"integer literal wider than {MAX_WIDTH} bits")

@@ -254,6 +254,8 @@ class _Compiler:
         raise TypeError(f"not an IR statement: {s!r}")
 
     def ret(self, s: Return) -> _Run:
+        if not s.emits:
+            return lambda f: {}  # a fresh empty mapping: no output this transaction
         names = [name for name, _, _ in self.ir.outputs]
         values: list[_Run] = []
         for v in s.values:

@@ -209,11 +209,16 @@ class If:
 @dataclass(frozen=True)
 class Return:
     """The outputs in :attr:`ModelIR.outputs` order, each an Expr or an ArrayExpr;
-    ``checks`` the per-output range to verify at runtime (None: proven)."""
+    ``checks`` the per-output range to verify at runtime (None: proven).
+
+    ``emits=False`` is a bare ``return``: the transaction ends with no output record at all
+    (``values`` and ``checks`` are empty), e.g. an accumulator that emits one sum per four
+    inputs. A record is all or nothing: a model cannot emit some fields and not others."""
 
     values: tuple[Expr | ArrayExpr, ...]
     checks: tuple[tuple[int, int] | None, ...]
     line: int = 0
+    emits: bool = True
 
 
 @dataclass(frozen=True)

@@ -843,10 +843,13 @@ class _Lowering:
             raise _err(node, "return", "reset() does not return a value")
         value = node.value
         record = self.output_record
+        if value is None:  # a bare `return`: no output record this transaction
+            flow.terminated = True
+            return Return((), (), node.lineno, emits=False)
         if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
                 and value.func.id == record.name and not value.args):
             raise _err(node, "return", f"process() returns `{record.name}(field=..., ...)` "
-                       "with keyword arguments")
+                       "with keyword arguments, or a bare `return` for no output")
         given = {kw.arg: kw.value for kw in value.keywords}
         expected = [name for name, _ in record.fields]
         if None in given or set(given) != set(expected):

@@ -103,13 +103,18 @@ def _width(ty: ExprType) -> int:
 
 class StepEncoding(NamedTuple):
     """One transaction: outputs and next state (port-typed terms, arrays as lists), the goal
-    condition of each branch outcome, and when the transaction fails."""
+    condition of each branch outcome, and when the transaction fails.
+
+    ``emits`` is the condition under which the transaction returns its output record (a bare
+    ``return`` emits none): ``outputs`` mean something only where ``emits`` holds (elsewhere
+    they are unconstrained by the model, zero when no path emits)."""
 
     outputs: dict[str, Any]
     next_state: dict[str, Any]
     branches: dict[tuple[int, bool], Any]
     failed: Any
     declared_failures: dict[int, Any]
+    emits: Any
 
 
 def _port_var(z3: Any, name: str, port: ScalarType) -> Any:
@@ -177,6 +182,7 @@ class _Encoder:
     violations: list[Any] = field(default_factory=list)
     range_failed: Any = None
     returned: Any = None
+    emitted: Any = None
     outputs: list[Any] = field(default_factory=list)
 
     # width helpers
@@ -432,6 +438,10 @@ class _Encoder:
                         self.violations.append(z3.And(g, z3.Not(self.in_range(v, *check))))
                     values.append(v)
             ok = z3.And(g, z3.Not(self.take_violations()))
+            self.returned = z3.Or(self.returned, ok)
+            if not s.emits:  # a bare `return`: control ends here, no output record
+                return z3.BoolVal(False)
+            self.emitted = z3.Or(self.emitted, ok)
             for k, v in enumerate(values):
                 old = self.outputs[k]
                 if isinstance(v, list):
@@ -439,7 +449,6 @@ class _Encoder:
                         self.merge(ok, x, y) for x, y in zip(v, old, strict=True)]
                 else:
                     self.outputs[k] = self.merge(ok, v, old)
-            self.returned = z3.Or(self.returned, ok)
             return z3.BoolVal(False)
         if isinstance(s, Fail):
             prev = self.declared.get(s.site)
@@ -479,11 +488,14 @@ def encode_step(model: BehaviorModel, state: Mapping[str, Any],
                 assert port is not None
                 env[s] = enc.to_internal(values[slot.name], port)
     enc = _Encoder(z3, model, env, range_failed=z3.BoolVal(False),
-                   returned=z3.BoolVal(False), outputs=[None] * len(ir.outputs))
+                   returned=z3.BoolVal(False), emitted=z3.BoolVal(False),
+                   outputs=[None] * len(ir.outputs))
     enc.block(ir.process.body, z3.BoolVal(True))
     outputs: dict[str, Any] = {}
     for (name, port, ty), term in zip(ir.outputs, enc.outputs, strict=True):
-        if isinstance(port, ArrayType):
+        if term is None:  # no path emits a record: the outputs are never observed
+            outputs[name] = _constant(z3, port, _zero(port))
+        elif isinstance(port, ArrayType):
             width = None if isinstance(ty, BoolT) else _width(ty)
             outputs[name] = [enc.to_port(t if width is None else enc.fit(t, width), port.element)
                              for t in term]
@@ -509,7 +521,14 @@ def encode_step(model: BehaviorModel, state: Mapping[str, Any],
                 for site in ir.branches for outcome in (True, False)}
     failed = z3.Or(enc.range_failed, *enc.declared.values()) if enc.declared \
         else enc.range_failed
-    return StepEncoding(outputs, next_state, branches, z3.simplify(failed), dict(enc.declared))
+    return StepEncoding(outputs, next_state, branches, z3.simplify(failed), dict(enc.declared),
+                        z3.simplify(enc.emitted))
+
+
+def _zero(port: ScalarType | ArrayType) -> Value:
+    if isinstance(port, ArrayType):
+        return tuple(_zero(port.element) for _ in range(port.length))
+    return False if port.kind == "bool" else 0
 
 
 # ---- goal-directed search ----------------------------------------------------------------
