@@ -1,10 +1,16 @@
-"""TRUSTED golden for the bundled example add8 (a Python reference written by us; replaced by a
-behaviour-DSL model when rtlforge.behave.model lands)."""
+# model: add8 (the golden behaviour model B*: behaviour DSL, checked and interpreted, never run)
+from rtlforge.behave.model.dsl import *
 
 
-class Golden:
-    def reset(self) -> None:
+class AddOut(Record):
+    sum: UInt[9]
+
+
+class Add8(Model):
+    """Combinational: one addition per transaction, the carry kept in bit 8."""
+
+    def reset(self):
         pass
 
-    def process(self, inputs):
-        return {"sum": inputs["a"] + inputs["b"]}
+    def process(self, a: UInt[8], b: UInt[8]) -> AddOut:
+        return AddOut(sum=a + b)

@@ -15,16 +15,16 @@ the artifact's fault, so never a fail).
 from __future__ import annotations
 
 import bisect
-import importlib.util
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.behave.base import Failure, ModelInstance
+from rtlforge.behave.model import BehaviorModel, Instance
+from rtlforge.behave.sim.golden import GoldenUnavailable, golden_instance
 from rtlforge.behave.sim.match import Expected, Observed, Pair, match_outputs
 from rtlforge.behave.sim.protocols import Protocol
 from rtlforge.behave.sim.run import RunLog, simulate
@@ -33,7 +33,6 @@ from rtlforge.behave.sim.task import BehaveTask, Interface
 from rtlforge.behave.sim.testbench import plan_testbench
 from rtlforge.behave.types import Value, check_value, from_bits
 from rtlforge.core.errors import (
-    ConfigError,
     DesignError,
     RtlforgeError,
     SecurityViolation,
@@ -45,8 +44,6 @@ __all__ = ["BehaveResult", "Coverage", "GoldenUnavailable", "MismatchRecord", "T
            "Violation", "check_model", "check_rtl", "golden_instance"]
 
 BehaveVerdict = Literal["pass", "fail", "error", "timeout", "infra_error"]
-#: The repository's bundled examples: the only place a Python golden is imported from (below).
-EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "examples"
 #: Transactions of context shown before the first failing one.
 TRACE_CONTEXT = 4
 
@@ -94,14 +91,30 @@ class Violation(_Frozen):
 
 
 class Coverage(_Frozen):
-    """What the run exercised. ``branch_goals`` stays None until the behaviour IR's branch
-    goals land (rtlforge.behave.model); the counts are real now."""
+    """What the run exercised: transaction counts, and the golden model's branch goals
+    (``branch_goals``: goal name -> hit on this stimulus, source order; None when the golden
+    is not a DSL model instance, e.g. a test double). ``unhit_goals`` is what a goal-guided
+    search would aim at next."""
 
     transactions: int = 0
     completed: int = 0
     outputs: int = 0
     resets: int = 0
     branch_goals: dict[str, bool] | None = None
+    goals_hit: int | None = None
+    goals_total: int | None = None
+    unhit_goals: tuple[str, ...] = ()
+
+
+def _goal_coverage(instance: ModelInstance) -> dict[str, Any]:
+    """The Coverage fields for a DSL instance's branch goals (nothing for other models)."""
+    if not isinstance(instance, Instance):
+        return {}
+    hit = instance.hit_goals()
+    goals = {site.goal_name(outcome): (site.id, outcome) in hit
+             for site in instance.ir.branches for outcome in (True, False)}
+    return {"branch_goals": goals, "goals_hit": sum(goals.values()), "goals_total": len(goals),
+            "unhit_goals": tuple(name for name, ok in goals.items() if not ok)}
 
 
 class BehaveResult(_Frozen):
@@ -113,43 +126,6 @@ class BehaveResult(_Frozen):
     coverage: Coverage = Coverage()
     message: str = ""
     metrics: dict[str, float | int] = Field(default_factory=dict)
-
-
-class GoldenUnavailable(ConfigError):
-    """The task's golden model cannot be loaded here: the task's setup, never the artifact's
-    fault (so never a ``fail``; ``is_infra`` holds for configuration errors)."""
-
-
-# ------------------------------------------------------------------------------- golden
-
-
-def golden_instance(task: BehaveTask) -> ModelInstance:
-    """A fresh instance of the task's golden model: the ONE seam golden models load through.
-
-    TRANSITION (issue 13): until the behaviour DSL's loader (``rtlforge.behave.model``) is wired
-    in here by the lead, a golden is a trusted Python class ``Golden`` in ``golden.py``, written
-    by us, and it is imported ONLY for task directories inside this repository's ``examples/``.
-    Model text from anywhere else is never executed in this process.
-    """
-    directory = task.directory
-    if directory is None:
-        raise GoldenUnavailable(f"task {task.id}: no task directory to load the golden from")
-    path = (directory / task.golden).resolve()
-    trusted = path.suffix == ".py" and path.is_relative_to(EXAMPLES_DIR.resolve())
-    if not trusted:
-        raise GoldenUnavailable(
-            f"task {task.id}: golden {task.golden!r} is not a bundled example's trusted Python "
-            "reference, and the behaviour-DSL loader is not wired in yet")
-    spec = importlib.util.spec_from_file_location(f"rtlforge_behave_golden_{task.id}", path)
-    if spec is None or spec.loader is None:
-        raise GoldenUnavailable(f"task {task.id}: cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # trusted: a file of this repository's examples/ only
-    cls = getattr(module, task.golden_class, None)
-    if cls is None:
-        raise GoldenUnavailable(f"task {task.id}: {path.name} defines no {task.golden_class}")
-    instance: ModelInstance = cls()
-    return instance
 
 
 # ------------------------------------------------------------------------------- models
@@ -286,9 +262,13 @@ def _expected_by_iface(task: BehaveTask, expected: list[dict[str, Value] | Failu
 
 
 def _golden(task: BehaveTask, stimulus: Stimulus, golden: ModelInstance | None,
-            ) -> list[dict[str, Value] | Failure]:
+            ) -> tuple[list[dict[str, Value] | Failure], dict[str, Any]]:
+    """The golden's outputs on the stimulus and its goal coverage (Coverage fields)."""
     instance = golden if golden is not None else golden_instance(task)
-    return _run_model(task, stimulus, instance)
+    if isinstance(instance, Instance):
+        instance.clear_coverage()
+    outputs = _run_model(task, stimulus, instance)
+    return outputs, _goal_coverage(instance)
 
 
 def _infra(artifact: Any, message: str) -> BehaveResult:
@@ -298,17 +278,24 @@ def _infra(artifact: Any, message: str) -> BehaveResult:
 # ------------------------------------------------------------------------------- public
 
 
-def check_model(task: BehaveTask, model: ModelInstance, *, seed: int = 0,
+def check_model(task: BehaveTask, model: ModelInstance | BehaviorModel, *, seed: int = 0,
                 stimulus: Stimulus | StimulusConfig | None = None,
                 golden: ModelInstance | None = None) -> BehaveResult:
     """Check a behaviour model against the golden on the same stimulus (independent state).
 
-    A model's transactions have no cycles: the transaction index stands in, and latency is not
-    checked. A declared failure matches a declared failure (reasons may differ).
+    ``model`` is an instance, or a :class:`BehaviorModel` (an agent's DSL model: load it with
+    :func:`~.golden.load_task_model`, which checks it and its fit to the interface; it is
+    interpreted, never executed). A model's transactions have no cycles: the transaction index
+    stands in, and latency is not checked. A declared failure matches a declared failure
+    (reasons may differ). ``coverage`` reports the golden's branch goals.
     """
+    if isinstance(model, BehaviorModel):
+        model = model.instance()
     stim = _stimulus(task, stimulus, seed)
     try:
-        expected = _golden(task, stim, golden)
+        expected, goal_cov = _golden(task, stim, golden)
+    except GoldenUnavailable as exc:
+        return _infra("model", str(exc))
     except Exception as exc:  # noqa: BLE001 - the golden is ours: its failure is infrastructure
         return _infra("model", f"the golden model failed: {exc!r}")
     try:
@@ -355,7 +342,7 @@ def check_model(task: BehaveTask, model: ModelInstance, *, seed: int = 0,
         return BehaveResult(verdict="fail", artifact="model", mismatches=judge.count + 1,
                             first_failure=judge.first, message=str(exc))
     coverage = Coverage(transactions=len(stim.transactions), completed=completed,
-                        outputs=outputs, resets=len(set(segments)))
+                        outputs=outputs, resets=len(set(segments)), **goal_cov)
     return BehaveResult(verdict="fail" if judge.count else "pass", artifact="model",
                         mismatches=judge.count, first_failure=judge.first, coverage=coverage)
 
@@ -383,10 +370,12 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
     start = time.perf_counter()
     stim = _stimulus(task, stimulus, seed)
     try:
-        expected = _golden(task, stim, golden)
+        expected, goal_cov = _golden(task, stim, golden)
         if any(isinstance(e, Failure) for e in expected):
             return _infra("rtl", "the golden model declared a failure on generated stimulus: "
                                  "the task does not constrain its inputs to the spec's domain")
+    except GoldenUnavailable as exc:
+        return _infra("rtl", str(exc))
     except Exception as exc:  # noqa: BLE001 - the golden is ours: infrastructure
         return _infra("rtl", f"the golden model failed: {exc!r}")
     plan = plan_testbench(task, stim, stall_limit=stall_limit)
@@ -419,7 +408,7 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
         return _infra("rtl", run.message)
     metrics["cycles"] = run.log.cycles
     try:
-        result = _judge_rtl(task, stim, expected, run.log, metrics)
+        result = _judge_rtl(task, stim, expected, run.log, metrics, goal_cov)
     except ValueError as exc:
         return _infra("rtl", f"the golden model broke the interface: {exc}")
     return result.model_copy(update={"metrics": {
@@ -427,7 +416,8 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
 
 
 def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value] | Failure],
-               log: RunLog, metrics: dict[str, float | int]) -> BehaveResult:
+               log: RunLog, metrics: dict[str, float | int],
+               goal_cov: dict[str, Any]) -> BehaveResult:
     accepts = {a.index: a for a in log.accepts}
     cycles = {n: a.cycle for n, a in accepts.items()}
     judge = _Judge(task, stim, expected, cycles)
@@ -483,7 +473,7 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
             completed += judge.pairs(iface.name, pairs, latency=True, accepts=accepts)
     failed = judge.count > 0 or bool(violations)
     coverage = Coverage(transactions=len(stim.transactions), completed=completed,
-                        outputs=outputs, resets=len(resets))
+                        outputs=outputs, resets=len(resets), **goal_cov)
     message = ""
     if judge.first is not None:
         message = judge.first.describe()

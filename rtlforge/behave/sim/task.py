@@ -160,8 +160,7 @@ class BehaveTask(_Frozen):
     interfaces: tuple[Interface, ...] = Field(min_length=2)
     matching: Matching = Matching()
     latency: LatencyBounds = LatencyBounds()
-    golden: str  # file name of the golden model inside the task directory
-    golden_class: str = "Golden"
+    golden: str  # file name of the golden behaviour-DSL model inside the task directory
     directory: Path | None = Field(None, exclude=True)
 
     @property
@@ -273,8 +272,6 @@ def check_task(task: BehaveTask) -> None:
         raise _fail("id_field belongs to the by_id policy", "matching.id_field")
     if not _PLAIN_FILE.match(task.golden):
         raise _fail(f"{task.golden!r} is not a plain file name in the task directory", "golden")
-    if not _IDENT.match(task.golden_class):
-        raise _fail(f"{task.golden_class!r} is not a plain identifier", "golden_class")
 
 
 # ------------------------------------------------------------------------------- loading

@@ -95,9 +95,12 @@ def test_failure_is_compared() -> None:
     assert result.verdict == "fail" and result.first_failure.kind == "failure"
 
 
-def test_untrusted_golden_is_not_imported(tmp_path: Path) -> None:
-    (tmp_path / "golden.py").write_text("raise SystemExit('executed')\n")
+def test_golden_outside_the_dsl_is_not_executed(tmp_path: Path) -> None:
+    # A golden is DSL text, checked and never run: Python outside the DSL is a task error
+    # (infra_error for the check, naming the file and line), and nothing of it executes.
+    (tmp_path / "golden.py").write_text("import os\nraise SystemExit('executed')\n")
     task = load_behave_task(EXAMPLES / "add8").model_copy(update={"directory": tmp_path})
     result = check_model(task, golden_instance(load_behave_task(EXAMPLES / "add8")),
                          stimulus=SMALL)
-    assert result.verdict == "infra_error" and "not a bundled example" in result.message
+    assert result.verdict == "infra_error"
+    assert "golden.py:1" in result.message and "import" in result.message
