@@ -128,9 +128,9 @@ def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     dist = site / f"{module}-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[rtlforge]\nbehave = {module}\n")
+    (dist / "entry_points.txt").write_text(f"[rtlforge]\nbehaviour-check = {module}\n")
     monkeypatch.syspath_prepend(str(site))
-    return "behave"
+    return "behaviour-check"
 
 
 # ------------------------------------------------------------------------------ Python

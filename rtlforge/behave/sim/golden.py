@@ -12,14 +12,18 @@ model that fails is a :class:`TaskModelError` (its own fault, reported with the 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from rtlforge.behave.model import BehaviorModel, Instance, ModelError, load_model
 from rtlforge.behave.sim.task import BehaveTask, BehaveTaskError
 from rtlforge.behave.types import ArrayType, ScalarType
 
-__all__ = ["MAX_MODEL_BYTES", "GoldenUnavailable", "TaskModelError", "golden_instance",
-           "golden_model", "load_task_model", "read_model_file"]
+__all__ = ["MAX_MODEL_BYTES", "GoalReport", "GoldenUnavailable", "TaskModelError",
+           "goal_report", "golden_instance", "golden_model", "load_task_model",
+           "read_model_file"]
 
 #: A model file larger than this is refused before it is read (the DSL caps source at 64 kB).
 MAX_MODEL_BYTES = 1 << 20
@@ -111,3 +115,55 @@ def golden_model(task: BehaveTask) -> BehaviorModel:
 def golden_instance(task: BehaveTask) -> Instance:
     """A fresh, reset instance of the task's golden model (the one seam goldens load through)."""
     return golden_model(task).instance()
+
+
+class GoalReport(BaseModel):
+    """The golden's branch goals after a check: ``hit`` on the stimulus; ``unresolved`` not hit
+    and not proven unreachable; ``bounded_unreachable`` proven by Z3 to be out of reach within
+    ``steps`` transactions from reset (so the stimulus could not have hit them that soon).
+    ``solver``: ``off`` (no budget, or nothing unhit), ``unavailable`` (z3 not installed),
+    ``unsupported`` (the model is outside the encoding) or ``z3``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    total: int
+    hit: tuple[str, ...]
+    unresolved: tuple[str, ...]
+    bounded_unreachable: tuple[str, ...] = ()
+    steps: int = 0
+    solver: str = "off"
+
+
+def goal_report(model: BehaviorModel, branch_goals: dict[str, bool], *, budget_s: float = 1.0,
+                steps: int = 4, timeout_ms: int = 250) -> GoalReport:
+    """Sort the golden's goals; with a budget, ask Z3 (each query time-boxed, the whole pass
+    within ``budget_s`` wall-clock seconds) which unhit goals no ``steps``-transaction sequence
+    from reset reaches. Only an ``unreachable`` answer moves a goal out of ``unresolved``: a
+    timeout, a refusal or a reachable goal stays unresolved."""
+    hit = tuple(name for name, ok in branch_goals.items() if ok)
+    unhit = [name for name, ok in branch_goals.items() if not ok]
+    if budget_s <= 0 or not unhit:
+        return GoalReport(total=len(branch_goals), hit=hit, unresolved=tuple(unhit))
+    from rtlforge.behave.model import z3enc  # z3 itself is imported on the first query
+
+    deadline = time.monotonic() + budget_s
+    unreachable: list[str] = []
+    solver = "z3"
+    for name in unhit:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            break
+        try:
+            result = z3enc.solve_for_branch(model, name, steps=steps,
+                                            timeout_ms=min(timeout_ms, left_ms))
+        except z3enc.Z3Unavailable:
+            solver = "unavailable"
+            break
+        if result.status == "unsupported":
+            solver = "unsupported"
+            break
+        if result.status == "unreachable":
+            unreachable.append(name)
+    return GoalReport(total=len(branch_goals), hit=hit,
+                      unresolved=tuple(n for n in unhit if n not in unreachable),
+                      bounded_unreachable=tuple(unreachable), steps=steps, solver=solver)
