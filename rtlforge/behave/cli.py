@@ -173,8 +173,12 @@ def check_model_command(model_path: Path, task_dir: Path, as_json: bool, seed: i
     task, golden = _load(task_dir)
     try:
         model = load_task_model(task, read_model_file(model_path), name=model_path.stem)
-    except TaskModelError as exc:
-        raise click.UsageError(f"{model_path}: {exc}") from exc
+    except TaskModelError as exc:  # the artifact under test is wrong: its verdict, as validate
+        from rtlforge.behave.sim.check import BehaveResult
+
+        _report(BehaveResult(verdict="error", artifact="model", message=f"{model_path}: {exc}"),
+                golden, as_json, 0.0, solve_steps)
+        return
     result = check_model(task, model, stimulus=_stimulus(seed, sequences, transactions),
                          golden=golden.instance())
     _report(result, golden, as_json, solve_budget, solve_steps)

@@ -26,8 +26,7 @@ def _run(*args: str | Path) -> tuple[int, str]:
 
 
 def test_plugin_registers_the_group() -> None:
-    host = PluginHost(plugins=[])
-    assert host.add_plugin(plugin, name="rtlforge-behave")
+    host = PluginHost(load_entrypoints=False, plugins=[("behave", plugin)])
     group = click.Group("rtlforge")
     for impl in host.pm.hook.register_commands.get_hookimpls():
         impl.function(cli=group)
@@ -74,12 +73,16 @@ def test_bad_task_dir_is_usage(tmp_path: Path) -> None:
     assert code == 2 and "behave.toml" in out
 
 
-def test_model_that_does_not_check_is_usage_with_line(tmp_path: Path) -> None:
+def test_model_that_does_not_check_is_an_error_verdict_with_line(tmp_path: Path) -> None:
+    """The model under test is the artifact: like a design that does not compile under
+    `rtlforge validate`, it gets verdict error (exit 1), not a usage error."""
     bad = tmp_path / "mine.py"
     bad.write_text((EXAMPLES / "add8" / "golden.py").read_text()
                    .replace("return AddOut(sum=a + b)", "return AddOut(sum=open('x'))"))
     code, out = _run("check-model", bad, "--task", EXAMPLES / "add8", "--json")
-    assert code == 2 and "line 16" in out and "open" in out
+    result = json.loads(out)
+    assert code == 1 and result["verdict"] == "error"
+    assert "line 16" in result["message"] and "open" in result["message"]
 
 
 def test_golden_that_does_not_check_is_usage(tmp_path: Path) -> None:

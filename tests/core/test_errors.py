@@ -74,6 +74,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.rewards.ast:TreeTooLarge": DESIGN,
     "rtlforge.agents.decompose.plan:DecompositionError": DESIGN,  # the model's plan is unusable
     "rtlforge.agents.testbench:TestbenchError": DESIGN,  # the model wrote no usable testbench
+    "rtlforge.behave.sim.golden:TaskModelError": DESIGN,  # an agent's model that does not check
     # the caller's setup
     "rtlforge.core.errors:TaskFormatError": CONFIG,
     "rtlforge.core.errors:PluginError": CONFIG,
@@ -89,7 +90,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.agents.config:AgentsFileError": CONFIG,
     "rtlforge.agents.run:UnsafeRunDirError": CONFIG,  # a run dir with links or foreign files
     "rtlforge.behave.sim.task:BehaveTaskError": CONFIG,  # a bad behave.toml
-    "rtlforge.behave.sim.check:GoldenUnavailable": CONFIG,  # the task's golden cannot load
+    "rtlforge.behave.sim.golden:GoldenUnavailable": CONFIG,  # the task's golden cannot load
 }
 #: Abstract bases: on no branch themselves (their subclasses are).
 BASES = {"rtlforge.core.errors:InfraError", "rtlforge.core.errors:DesignError",
@@ -103,6 +104,7 @@ KEPT_BASES: dict[str, type[BaseException]] = {
     "rtlforge.agents.base:RoleTemplateError": ValueError,
     "rtlforge.agents.testbench:RealTestbenchError": ValueError,
     "rtlforge.agents.config:AgentsFileError": ValueError,
+    "rtlforge.behave.sim.golden:TaskModelError": ValueError,
     "rtlforge.agents.run:UnsafeRunDirError": ValueError,
     "rtlforge.agents.decompose.plan:DecompositionError": ValueError,
     "rtlforge.generation.local:ExtraMissingError": ToolMissingError,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from rtlforge.behave.model import BehaviorModel, Instance, ModelError, load_model
 from rtlforge.behave.sim.task import BehaveTask, BehaveTaskError
 from rtlforge.behave.types import ArrayType, ScalarType
+from rtlforge.core.errors import DesignError
 
 __all__ = ["MAX_MODEL_BYTES", "GoalReport", "GoldenUnavailable", "TaskModelError",
            "goal_report", "golden_instance", "golden_model", "load_task_model",
@@ -34,7 +35,7 @@ class GoldenUnavailable(BehaveTaskError):
     (a configuration error, so ``is_infra`` holds and a check reports ``infra_error``)."""
 
 
-class TaskModelError(ValueError):
+class TaskModelError(DesignError, ValueError):
     """A behaviour model that does not check, or does not fit the task's interface.
 
     ``line``/``construct`` come from the DSL checker (:class:`ModelError`); an interface
