@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
@@ -61,7 +61,7 @@ _COMB_FAIL = re.compile(r"SAT proof finished - model found: FAIL")
 _ERROR = re.compile(r"^ERROR: .*$", re.MULTILINE)
 
 
-class Equivalence(str, Enum):
+class Equivalence(StrEnum):
     EQUIVALENT = "equivalent"
     NON_EQUIVALENT = "non_equivalent"
     UNKNOWN = "unknown"
