@@ -20,20 +20,31 @@ stashed before the other is read), and their state elements counted:
   -assert`` still fails, the answer is unknown. Asynchronous resets become synchronous
   (``async2sync``); a design with several clocks or both clock edges is modelled with
   ``clk2fflogic`` (each step is then a half clock period, so the bound is doubled).
+
+A counterexample may also come from simulation: both designs run under Icarus on the same
+seeded random inputs (resets asserted for two cycles, then rarely; clocks toggled), and the
+first cycle where a defined golden output bit differs from the mutant's is a concrete witness.
+It runs first for sequential designs (cheap, and it reaches states thousands of cycles deep
+where the bounded search would give up) and wherever Yosys gives no answer (Yosys 0.23 refuses
+some mutated asynchronous resets that Icarus simulates). Its silence proves nothing: only Yosys
+ever says ``equivalent``.
 """
 
 from __future__ import annotations
 
+import json
+import random
 import re
 import time
 from collections.abc import Sequence
 from enum import StrEnum
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core.models import SourceFile
 from rtlforge.eda.stages import bad_identifier, clip_log, compiled_sources
-from rtlforge.eda.tools import YOSYS
+from rtlforge.eda.tools import ICARUS, VVP, YOSYS
 from rtlforge.sandbox.runner import SandboxRunner, ToolRun
 
 __all__ = ["EquivResult", "Equivalence", "check_equivalence"]
@@ -59,6 +70,86 @@ _TRYING = re.compile(r"Trying induction with length (\d+)")
 _COMB_OK = re.compile(r"SAT proof finished - no model found: SUCCESS")
 _COMB_FAIL = re.compile(r"SAT proof finished - model found: FAIL")
 _ERROR = re.compile(r"^ERROR: .*$", re.MULTILINE)
+_PORTS = ".rtlforge-equiv-ports.json"
+#: Inputs driven as clocks by the simulation refuter (1-bit, named like a clock).
+_CLOCK = re.compile(r"(^|_)(clk|clock)(_|$)|^clk|clk$", re.IGNORECASE)
+_RESET = re.compile(r"rst|reset", re.IGNORECASE)
+_ACTIVE_LOW = re.compile(r"(_n|n|_b|_l)$|^n", re.IGNORECASE)
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TB = "rtlforge_equiv_tb"
+_TB_FILE = "rtlforge_equiv_tb.v"
+_STIM_FILE = "rtlforge_equiv_stim.hex"
+_TRACE_FILE = ".rtlforge-equiv-trace.txt"
+#: Cycles the refuter simulates; resets are rare after the first two so deep states are reached.
+SIM_CYCLES = 2048
+_RESET_RATE = 1 / 256
+
+
+def _ports(path: Path, module: str) -> list[tuple[str, str, int]] | None:
+    """(name, direction, width) of ``module`` from Yosys's JSON, or None if unreadable."""
+    try:
+        data = json.loads(path.read_text())
+        ports = data["modules"][module]["ports"]
+        return [(str(name), str(p["direction"]), len(p["bits"])) for name, p in ports.items()]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _stimulus(data: Sequence[tuple[str, int]], cycles: int, seed: str) -> list[int]:
+    """One packed input vector per cycle: resets active for two cycles then rarely, the rest
+    uniformly random (seeded, so the golden and the mutant see the same inputs)."""
+    rng = random.Random(seed)
+    out = []
+    for cycle in range(cycles):
+        value = 0
+        for name, width in data:
+            if _RESET.search(name) and width == 1:
+                active = cycle < 2 or rng.random() < _RESET_RATE
+                bit = int(active) ^ int(bool(_ACTIVE_LOW.search(name)))
+            else:
+                bit = rng.getrandbits(width)
+            value = (value << width) | bit
+        out.append(value)
+    return out
+
+
+def _testbench(top: str, ports: Sequence[tuple[str, str, int]], cycles: int,
+               width: int) -> str:
+    clocks = [n for n, d, w in ports if d == "input" and w == 1 and _CLOCK.search(n)]
+    data = [n for n, d, _ in ports if d == "input" and n not in clocks]
+    outputs = [n for n, d, _ in ports if d == "output"]
+    decl = [f"  reg {n} = 1'b0;" for n in clocks]
+    decl += [f"  reg [{w - 1}:0] {n};" for n, d, w in ports if d == "input" and n in data]
+    decl += [f"  wire [{w - 1}:0] {n};" for n, d, w in ports if d == "output"]
+    conns = ", ".join(f".{n}({n})" for n, _, _ in ports)
+    lines = ["`timescale 1ns/1ns", f"module {_TB};", *decl,
+             "  integer rtlforge_i, rtlforge_fd;"]
+    if data:
+        lines.append(f"  reg [{width - 1}:0] rtlforge_stim [0:{cycles - 1}];")
+    lines += [f"  {top} rtlforge_dut ({conns});", "  initial begin"]
+    if data:
+        lines.append(f'    $readmemh("{_STIM_FILE}", rtlforge_stim);')
+    fmt = " ".join("%b" for _ in outputs)
+    lines += [f'    rtlforge_fd = $fopen("{_TRACE_FILE}", "w");',
+              f"    for (rtlforge_i = 0; rtlforge_i < {cycles}; rtlforge_i = rtlforge_i + 1) "
+              "begin"]
+    if data:
+        lines.append(f"      {{{', '.join(data)}}} = rtlforge_stim[rtlforge_i];")
+    lines.append(f'      #4 $fdisplay(rtlforge_fd, "{fmt}", {", ".join(outputs)});')
+    lines.append("      #1 " + (" ".join(f"{c} = 1'b1;" for c in clocks) or ";"))
+    lines.append("      #5 " + (" ".join(f"{c} = 1'b0;" for c in clocks) or ";"))
+    lines += ["    end", "    $fclose(rtlforge_fd);", "    $finish;", "  end", "endmodule", ""]
+    return "\n".join(lines)
+
+
+def _first_difference(gold: Sequence[str], gate: Sequence[str]) -> int | None:
+    """The first cycle where a defined (0/1) golden output bit is not what the mutant shows."""
+    for cycle, (g, m) in enumerate(zip(gold, gate, strict=False)):
+        if len(g) != len(m):
+            return cycle
+        if any(a in "01" and a != b for a, b in zip(g, m, strict=True)):
+            return cycle
+    return None
 
 
 class Equivalence(StrEnum):
@@ -85,10 +176,10 @@ def _named(files: Sequence[SourceFile], prefix: str) -> list[SourceFile]:
     return [SourceFile(name=f"{prefix}{f.name}", content=f.content) for f in files]
 
 
-def _load(sources: Sequence[str], top: str, as_name: str) -> list[str]:
+def _load(sources: Sequence[str], top: str, as_name: str, *extra: str) -> list[str]:
     return [f"read_verilog -sv {' '.join(sources)}", f"hierarchy -check -top {top}",
             "proc", "flatten", "memory", "opt_clean", f"rename {top} {as_name}",
-            f"hierarchy -top {as_name}", f"design -stash {as_name}"]
+            f"hierarchy -top {as_name}", *extra, f"design -stash {as_name}"]
 
 
 def _miter() -> list[str]:
@@ -98,13 +189,17 @@ def _miter() -> list[str]:
 
 def check_equivalence(
     golden: Sequence[SourceFile], mutant: Sequence[SourceFile], top: str, *,
-    runner: SandboxRunner, timeout: float = 60.0, depth: int = 32, yosys: str = "yosys",
+    runner: SandboxRunner, timeout: float = 60.0, depth: int = 32, simulate: bool = True,
+    yosys: str = "yosys", iverilog: str = "iverilog", vvp: str = "vvp",
 ) -> EquivResult:
     """Whether ``mutant`` behaves as ``golden`` (same top module name and ports) at every output.
 
-    ``timeout`` bounds each Yosys run (three at most); ``depth`` is the number of clock steps
-    the sequential search goes. Never raises for what the designs do; a missing tool or a
-    sandbox failure raises as the runner does (that is not a property of the mutant).
+    ``timeout`` bounds each tool run; ``depth`` is the number of clock steps the sequential
+    search goes. ``simulate`` lets a seeded random Icarus run of both designs look for a
+    counterexample first (sequential designs, or where Yosys gives no answer): a difference it
+    shows is a fact, its silence proves nothing. Never raises for what the designs do; a
+    missing tool or a sandbox failure raises as the runner does (that is not a property of the
+    mutant).
     """
     start = time.perf_counter()
     bad = bad_identifier(top, "top module", stage="equiv")
@@ -128,7 +223,49 @@ def check_equivalence(
             text = path.read_text(errors="replace") if path.is_file() else ""
             return run, text if len(text) >= len(run.output) else run.output
 
+        def refute() -> EquivResult | None:
+            """A counterexample from simulating both designs on the same random inputs."""
+            ports = _ports(workdir / _PORTS, GOLD) if simulate else None
+            if not ports or not any(d == "output" for _, d, _ in ports) or any(
+                    d not in ("input", "output") or not _PLAIN.match(n) for n, d, _ in ports):
+                return None
+            data = [(n, w) for n, d, w in ports
+                    if d == "input" and not (w == 1 and _CLOCK.search(n))]
+            width = sum(w for _, w in data)
+            stimulus = _stimulus(data, SIM_CYCLES, seed=top)
+            digits = max(1, -(-width // 4))
+            runner.put(workdir, [
+                SourceFile(name=_TB_FILE, content=_testbench(top, ports, SIM_CYCLES, width)),
+                SourceFile(name=_STIM_FILE,
+                           content="".join(f"{v:0{digits}x}\n" for v in stimulus)),
+            ], role="trusted")
+            traces: list[list[str]] = []
+            for name, files in (("gold", gold_files), ("gate", gate_files)):
+                image = f".rtlforge-equiv-{name}.vvp"
+                run = runner.run([iverilog, "-g2012", "-s", _TB, "-o", image, _TB_FILE,
+                                  *compiled_sources(f.name for f in files)],
+                                 cwd=workdir, timeout=timeout, tool=ICARUS)
+                if not run.ok:
+                    return None
+                trace = workdir / _TRACE_FILE
+                trace.unlink(missing_ok=True)
+                run = runner.run([vvp, "-n", image], cwd=workdir, timeout=timeout, tool=VVP)
+                lines = trace.read_text(errors="replace").splitlines() if trace.is_file() else []
+                if name == "gold" and (not run.ok or len(lines) != SIM_CYCLES):
+                    return None
+                traces.append(lines)
+            cycle = _first_difference(*traces)
+            if cycle is None:
+                return None
+            return result(Equivalence.NON_EQUIVALENT,
+                          f"simulation: an output differs at cycle {cycle} of a seeded random "
+                          "run (resets, then random inputs)", None, method="simulation",
+                          sequential=sequential, steps=cycle)
+
         def failure(run: ToolRun, log: str, what: str) -> EquivResult:
+            found = refute()
+            if found is not None:
+                return found
             if run.timed_out:
                 return result(Equivalence.UNKNOWN, f"{what}: yosys ran past {timeout:g} s", run,
                               log, sequential=sequential)
@@ -139,7 +276,8 @@ def check_equivalence(
         sequential: bool | None = None
         facts = [f"tee -q -o .fact-{name}.txt select -count {sel}"
                  for name, sel in _FACTS.items()]
-        prep = [*_load(compiled_sources(f.name for f in gold_files), top, GOLD),
+        prep = [*_load(compiled_sources(f.name for f in gold_files), top, GOLD,
+                       f"write_json {_PORTS}"),
                 *_load(compiled_sources(f.name for f in gate_files), top, GATE),
                 f"design -copy-from {GOLD} -as {GOLD} {GOLD}",
                 f"design -copy-from {GATE} -as {GATE} {GATE}",
@@ -168,6 +306,9 @@ def check_equivalence(
                               run, log, method="sat", sequential=False)
             return failure(run, log, "combinational SAT")
 
+        simulated = refute()
+        if simulated is not None:
+            return simulated
         mixed = (counts["pos"] and counts["neg"]) or max(counts["gold_clocks"],
                                                          counts["gate_clocks"]) > 1
         clocking = "clk2fflogic" if mixed else "async2sync"
@@ -188,13 +329,16 @@ def check_equivalence(
                           f"{clocking})", run, log, method="tempinduct", sequential=True,
                           steps=length)
         if not (run.ok and _MAX_STEPS.search(log)) and not run.timed_out:
-            return failure(run, log, "temporal induction")
+            return result(Equivalence.UNKNOWN, "temporal induction: yosys failed: "
+                          + (_ERROR.findall(log) or ["no verdict"])[0][:300], run, log,
+                          sequential=True)
         bounded = "timed out" if run.timed_out else f"no proof or counterexample in {steps} steps"
 
+        # -undef: an x the mutant makes must not be read as whatever value suits the proof
         run, log = yosys_run([f"read_rtlil {_PREPARED}", clocking,
                               f"equiv_make {GOLD} {GATE} rtlforge_equiv",
-                              "hierarchy -top rtlforge_equiv", f"equiv_simple -seq {depth}",
-                              f"equiv_induct -seq {depth}", "equiv_status -assert"])
+                              "hierarchy -top rtlforge_equiv", f"equiv_simple -undef -seq {depth}",
+                              f"equiv_induct -undef -seq {depth}", "equiv_status -assert"])
         if run.ok:
             return result(Equivalence.EQUIVALENT,
                           f"equiv_induct proved every matched signal equal ({bounded} before)",
