@@ -90,6 +90,8 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "killed": killed,
         "kill_rate": round(killed / len(scored), 4) if scored else None,
         "missed": [r["id"] for r in scored if r["testbench"] == Verdict.PASS.value],
+        # how the testbench run ended on the non-equivalent mutants (a hang counts as a kill)
+        "testbench_verdicts": dict(sorted(Counter(r["testbench"] for r in nonequiv).items())),
         "alarms_on_equivalent": sum(
             r["testbench"] not in (Verdict.PASS.value, Verdict.INFRA_ERROR.value)
             for r in records if r["equivalence"] == Equivalence.EQUIVALENT.value),
@@ -133,6 +135,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cap", type=int, default=25, help="mutants per design (sampled)")
     parser.add_argument("--depth", type=int, default=32, help="sequential search bound (steps)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per Yosys run")
+    parser.add_argument("--tb-timeout", type=float, default=20.0,
+                        help="seconds per RTLLM testbench run (a hanging mutant is killed)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--designs", help="comma-separated subset of design names")
     parser.add_argument("--cache", type=Path, default=Path(".rtlforge-cache/mutation_study"))
@@ -140,7 +144,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--md", type=Path, default=Path("runs/mutation_study.md"))
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    settings = {"cap": args.cap, "depth": args.depth, "timeout": args.timeout}
+    settings = {"cap": args.cap, "depth": args.depth, "timeout": args.timeout,
+                "tb_timeout": args.tb_timeout}
     args.cache.mkdir(parents=True, exist_ok=True)
     tasks = load_rtllm(args.rtllm)
     if args.designs:
@@ -148,7 +153,7 @@ def main(argv: list[str]) -> int:
         tasks = [t for t in tasks if t.id in wanted]
     host = PluginHost.default()
     runner = SandboxRunner()
-    pipeline = Pipeline.build(host, runner=runner, timeout=60.0)
+    pipeline = Pipeline.build(host, runner=runner, timeout=args.tb_timeout)
     designs: dict[str, Any] = {}
     skipped: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

@@ -190,6 +190,7 @@ def _miter() -> list[str]:
 def check_equivalence(
     golden: Sequence[SourceFile], mutant: Sequence[SourceFile], top: str, *,
     runner: SandboxRunner, timeout: float = 60.0, depth: int = 32, simulate: bool = True,
+    sim_timeout: float = 10.0,
     yosys: str = "yosys", iverilog: str = "iverilog", vvp: str = "vvp",
 ) -> EquivResult:
     """Whether ``mutant`` behaves as ``golden`` (same top module name and ports) at every output.
@@ -197,9 +198,10 @@ def check_equivalence(
     ``timeout`` bounds each tool run; ``depth`` is the number of clock steps the sequential
     search goes. ``simulate`` lets a seeded random Icarus run of both designs look for a
     counterexample first (sequential designs, or where Yosys gives no answer): a difference it
-    shows is a fact, its silence proves nothing. Never raises for what the designs do; a
-    missing tool or a sandbox failure raises as the runner does (that is not a property of the
-    mutant).
+    shows is a fact, its silence proves nothing; each simulation gets ``sim_timeout`` seconds
+    (a mutant that loops forever is cut there and what it printed is still compared). Never
+    raises for what the designs do; a missing tool or a sandbox failure raises as the runner
+    does (that is not a property of the mutant).
     """
     start = time.perf_counter()
     bad = bad_identifier(top, "top module", stage="equiv")
@@ -249,7 +251,8 @@ def check_equivalence(
                     return None
                 trace = workdir / _TRACE_FILE
                 trace.unlink(missing_ok=True)
-                run = runner.run([vvp, "-n", image], cwd=workdir, timeout=timeout, tool=VVP)
+                run = runner.run([vvp, "-n", image], cwd=workdir,
+                                 timeout=min(timeout, sim_timeout), tool=VVP)
                 lines = trace.read_text(errors="replace").splitlines() if trace.is_file() else []
                 if name == "gold" and (not run.ok or len(lines) != SIM_CYCLES):
                     return None

@@ -182,22 +182,16 @@ def _literal_variants(size: int | None, base: str, digits: str) -> Iterator[tupl
 
 
 def _output_ports(nodes: Sequence[Any]) -> set[str]:
-    """Names declared as outputs (ANSI port list or ``output`` declarations)."""
+    """Names declared as outputs: in an ANSI port list (where a port without a direction
+    continues the previous one: ``output a, b``) or in ``output`` declarations."""
     outputs: set[str] = set()
     for node in nodes:
         kind = node.kind.name
-        if kind == "ImplicitAnsiPort":
-            header = node.header
-            direction = getattr(header, "direction", None)
-            if direction is not None and direction.rawText == "output":
-                outputs.add(node.declarator.name.rawText)
-        elif kind == "PortDeclaration":
+        if kind == "PortDeclaration":
             direction = getattr(node.header, "direction", None)
             if direction is not None and direction.rawText == "output":
                 outputs.update(d.name.rawText for d in node.declarators)
-    # an ANSI port list continues the previous direction: `output a, b` declares b as output
-    for node in nodes:
-        if node.kind.name == "AnsiPortList":
+        elif kind == "AnsiPortList":
             current = None
             for port in node.ports:
                 if port.kind.name != "ImplicitAnsiPort":

@@ -119,3 +119,18 @@ def test_sample_is_seeded_capped_and_in_source_order() -> None:
     assert one == sample_mutants(found, 6, seed="design")
     assert [m.start for m in one] == sorted(m.start for m in one)
     assert sample_mutants(found, 100, seed="design") == found
+
+
+def test_stuck_at_only_drives_outputs_declared_either_way() -> None:
+    text = ("module n(a, y, z);\n  input a;\n  output y;\n  output [1:0] z;\n  wire w;\n"
+            "  assign y = a;\n  assign z[0] = a;\n  assign w = a;\nendmodule\n")
+    stuck = {m.id: m.description for m in mutants(text) if m.operator.startswith("stuck")}
+    # w is a wire, not an output: it is never tied off
+    assert stuck == {
+        "stuck_at_0@6:14": "output y stuck at 0",
+        "stuck_at_1@6:14": "output y stuck at 1 (all ones)",
+        "stuck_at_0@7:17": "output z stuck at 0",
+        "stuck_at_1@7:17": "output z stuck at 1 (all ones)",
+    }
+    ansi = "module p(input a, output y, v);\n  assign v = a;\nendmodule\n"
+    assert {m.id for m in mutants(ansi)} == {"stuck_at_0@2:14", "stuck_at_1@2:14"}
