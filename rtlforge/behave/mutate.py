@@ -190,7 +190,9 @@ def _output_ports(nodes: Sequence[Any]) -> set[str]:
         if kind == "PortDeclaration":
             direction = getattr(node.header, "direction", None)
             if direction is not None and direction.rawText == "output":
-                outputs.update(d.name.rawText for d in node.declarators)
+                # the list holds the separating commas too
+                outputs.update(d.name.rawText for d in node.declarators
+                               if isinstance(d, _syntax().SyntaxNode))
         elif kind == "AnsiPortList":
             current = None
             for port in node.ports:

@@ -122,7 +122,7 @@ def test_sample_is_seeded_capped_and_in_source_order() -> None:
 
 
 def test_stuck_at_only_drives_outputs_declared_either_way() -> None:
-    text = ("module n(a, y, z);\n  input a;\n  output y;\n  output [1:0] z;\n  wire w;\n"
+    text = ("module n(a, y, z);\n  input a;\n  output y;\n  output [1:0] z, u;\n  wire w;\n"
             "  assign y = a;\n  assign z[0] = a;\n  assign w = a;\nendmodule\n")
     stuck = {m.id: m.description for m in mutants(text) if m.operator.startswith("stuck")}
     # w is a wire, not an output: it is never tied off
