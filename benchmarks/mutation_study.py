@@ -39,7 +39,7 @@ from rtlforge.validate.pipeline import Pipeline
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "rtllm"
 PENDING = "n/a (pending)"
 #: Bump when what a cached record means changes (operators, checker, verdict rules).
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 def _key(task: Task, mutant: Mutant, settings: dict[str, Any]) -> str:

@@ -32,13 +32,11 @@ ever says ``equivalent``.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import time
 from collections.abc import Sequence
 from enum import StrEnum
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -70,7 +68,6 @@ _TRYING = re.compile(r"Trying induction with length (\d+)")
 _COMB_OK = re.compile(r"SAT proof finished - no model found: SUCCESS")
 _COMB_FAIL = re.compile(r"SAT proof finished - model found: FAIL")
 _ERROR = re.compile(r"^ERROR: .*$", re.MULTILINE)
-_PORTS = ".rtlforge-equiv-ports.json"
 #: Inputs driven as clocks by the simulation refuter (1-bit, named like a clock).
 _CLOCK = re.compile(r"(^|_)(clk|clock)(_|$)|^clk|clk$", re.IGNORECASE)
 _RESET = re.compile(r"rst|reset", re.IGNORECASE)
@@ -81,34 +78,52 @@ _TB_FILE = "rtlforge_equiv_tb.v"
 _STIM_FILE = "rtlforge_equiv_stim.hex"
 _TRACE_FILE = ".rtlforge-equiv-trace.txt"
 #: Cycles the refuter simulates; resets are rare after the first two so deep states are reached.
-SIM_CYCLES = 2048
+SIM_CYCLES = 4096
 _RESET_RATE = 1 / 256
+_SEGMENT = 128
+_CHANGE_RATES = (1.0, 0.5, 1 / 8, 1 / 32)
 
 
-def _ports(path: Path, module: str) -> list[tuple[str, str, int]] | None:
-    """(name, direction, width) of ``module`` from Yosys's JSON, or None if unreadable."""
-    try:
-        data = json.loads(path.read_text())
-        ports = data["modules"][module]["ports"]
-        return [(str(name), str(p["direction"]), len(p["bits"])) for name, p in ports.items()]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+def _ports(files: Sequence[SourceFile], top: str) -> list[tuple[str, str, int]] | None:
+    """(name, direction, width) of ``top``'s ports, elaborated by slang; None if it cannot.
+
+    slang, not Yosys: Yosys 0.23 refuses some goldens outright (``@(posedge clk or rst)``)
+    that Icarus simulates. The text is a trusted golden (slang runs in this process).
+    """
+    from pyslang import ast, syntax  # lazy: heavy, and only the refuter needs it
+
+    compilation = ast.Compilation()
+    for f in files:
+        if f.name.lower().endswith((".v", ".sv")):
+            compilation.addSyntaxTree(syntax.SyntaxTree.fromText(f.content))
+    names = {"In": "input", "Out": "output", "InOut": "inout"}
+    for inst in compilation.getRoot().topInstances:
+        if inst.name == top:
+            return [(str(p.name), names.get(p.direction.name, p.direction.name),
+                     int(p.type.bitWidth)) for p in inst.body.portList]
+    return None
 
 
 def _stimulus(data: Sequence[tuple[str, int]], cycles: int, seed: str) -> list[int]:
-    """One packed input vector per cycle: resets active for two cycles then rarely, the rest
-    uniformly random (seeded, so the golden and the mutant see the same inputs)."""
+    """One packed input vector per cycle (seeded, so the golden and the mutant see the same
+    inputs). Resets are active for two cycles, then rarely. Other inputs change at a rate
+    drawn per segment of the run and per input, from every cycle to about once in 32 cycles:
+    a start or enable held for many cycles is what multi-cycle designs need to finish."""
     rng = random.Random(seed)
+    values = {name: 0 for name, _ in data}
     out = []
+    rates: dict[str, float] = {}
     for cycle in range(cycles):
+        if cycle % _SEGMENT == 0:
+            rates = {name: rng.choice(_CHANGE_RATES) for name, _ in data}
         value = 0
         for name, width in data:
             if _RESET.search(name) and width == 1:
                 active = cycle < 2 or rng.random() < _RESET_RATE
-                bit = int(active) ^ int(bool(_ACTIVE_LOW.search(name)))
-            else:
-                bit = rng.getrandbits(width)
-            value = (value << width) | bit
+                values[name] = int(active) ^ int(bool(_ACTIVE_LOW.search(name)))
+            elif cycle == 0 or rng.random() < rates[name]:
+                values[name] = rng.getrandbits(width)
+            value = (value << width) | values[name]
         out.append(value)
     return out
 
@@ -176,10 +191,10 @@ def _named(files: Sequence[SourceFile], prefix: str) -> list[SourceFile]:
     return [SourceFile(name=f"{prefix}{f.name}", content=f.content) for f in files]
 
 
-def _load(sources: Sequence[str], top: str, as_name: str, *extra: str) -> list[str]:
+def _load(sources: Sequence[str], top: str, as_name: str) -> list[str]:
     return [f"read_verilog -sv {' '.join(sources)}", f"hierarchy -check -top {top}",
             "proc", "flatten", "memory", "opt_clean", f"rename {top} {as_name}",
-            f"hierarchy -top {as_name}", *extra, f"design -stash {as_name}"]
+            f"hierarchy -top {as_name}", f"design -stash {as_name}"]
 
 
 def _miter() -> list[str]:
@@ -227,9 +242,10 @@ def check_equivalence(
 
         def refute() -> EquivResult | None:
             """A counterexample from simulating both designs on the same random inputs."""
-            ports = _ports(workdir / _PORTS, GOLD) if simulate else None
+            ports = _ports(golden, top) if simulate else None
             if not ports or not any(d == "output" for _, d, _ in ports) or any(
-                    d not in ("input", "output") or not _PLAIN.match(n) for n, d, _ in ports):
+                    d not in ("input", "output") or not _PLAIN.match(n) or w < 1
+                    for n, d, w in ports):
                 return None
             data = [(n, w) for n, d, w in ports
                     if d == "input" and not (w == 1 and _CLOCK.search(n))]
@@ -279,8 +295,7 @@ def check_equivalence(
         sequential: bool | None = None
         facts = [f"tee -q -o .fact-{name}.txt select -count {sel}"
                  for name, sel in _FACTS.items()]
-        prep = [*_load(compiled_sources(f.name for f in gold_files), top, GOLD,
-                       f"write_json {_PORTS}"),
+        prep = [*_load(compiled_sources(f.name for f in gold_files), top, GOLD),
                 *_load(compiled_sources(f.name for f in gate_files), top, GATE),
                 f"design -copy-from {GOLD} -as {GOLD} {GOLD}",
                 f"design -copy-from {GATE} -as {GATE} {GATE}",
