@@ -14,6 +14,11 @@ tasks exist.
 
     python benchmarks/mutation_study.py [--rtllm DIR] [--cap 25] [--jobs 1] [--designs a,b]
         [--json runs/mutation_study.json] [--md runs/mutation_study.md]
+
+Measured (46 designs, 1011 mutants, ``--jobs 2 --timeout 20 --depth 24``, two shared cores):
+937 s cold, seconds from the cache. The table is in ``benchmarks/results/mutation_study_rtllm.md``:
+the RTLLM testbenches kill 720 of 916 non-equivalent mutants (78.6%; the issue quotes 76.7%,
+611 of 797), 33 of 46 designs miss at least one, and none fails any of the 52 equivalent ones.
 """
 
 from __future__ import annotations
