@@ -80,6 +80,7 @@ __all__ = [
     "read_metrics",
     "resolve_out_dir",
     "restore_rng_state",
+    "run_steps",
     "save_checkpoint",
     "score_completions",
     "seed_everything",
@@ -591,6 +592,31 @@ def prune_checkpoints(root: str | Path, keep: int | None) -> list[Path]:
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
+
+
+def run_steps(trainer: Any, config: TrainerConfig, out_dir: Path,
+              progress: ProgressCallback | None = None) -> dict[str, Any]:
+    """The step loop trainers with a ``train_step()`` share: from ``trainer.step`` to
+    ``config.steps``, a metrics line every ``logging.every`` steps (and the last),
+    periodic checkpoints pruned to ``checkpoint.keep``, then ``final/``; the last record.
+
+    ``trainer`` has ``step`` (advanced by ``train_step``), ``train_step() -> record`` and
+    ``save(path)``.
+    """
+    root = out_dir / "checkpoints"
+    last: dict[str, Any] = {}
+    with MetricsWriter(out_dir / config.logging.metrics_file, truncate_after=trainer.step,
+                       callback=progress) as writer:
+        while trainer.step < config.steps:
+            last = trainer.train_step()
+            if trainer.step % config.logging.every == 0 or trainer.step == config.steps:
+                writer.write(last)
+            every = config.checkpoint.every
+            if every and trainer.step % every == 0 and trainer.step < config.steps:
+                trainer.save(checkpoint_path(root, trainer.step))
+                prune_checkpoints(root, config.checkpoint.keep)
+    trainer.save(out_dir / "final")
+    return last
 
 
 # --------------------------------------------------------------------------------------------

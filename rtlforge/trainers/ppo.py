@@ -39,18 +39,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rtlforge.core.interfaces import Trainer
 from rtlforge.trainers.base import (
     LoraSpec,
-    MetricsWriter,
     ProgressCallback,
     TrainerConfig,
     TrainerConfigError,
     build_model_and_tokenizer,
     capture_rng_state,
-    checkpoint_path,
     latest_checkpoint,
     load_checkpoint,
-    prune_checkpoints,
     resolve_out_dir,
     restore_rng_state,
+    run_steps,
     save_checkpoint,
     score_completions,
     seed_everything,
@@ -501,21 +499,7 @@ class PPOTrainer(Trainer):
 
     def train(self) -> dict[str, Any]:
         """Run from ``self.step`` (0, or the resumed step) to ``config.steps``; last record."""
-        cfg = self.config
-        root = self.out_dir / "checkpoints"
-        last: dict[str, Any] = {}
-        with MetricsWriter(self.out_dir / cfg.logging.metrics_file, truncate_after=self.step,
-                           callback=self.progress) as writer:
-            while self.step < cfg.steps:
-                last = self.train_step()
-                if self.step % cfg.logging.every == 0 or self.step == cfg.steps:
-                    writer.write(last)
-                every = cfg.checkpoint.every
-                if every and self.step % every == 0 and self.step < cfg.steps:
-                    self.save(checkpoint_path(root, self.step))
-                    prune_checkpoints(root, cfg.checkpoint.keep)
-        self.save(self.out_dir / "final")
-        return last
+        return run_steps(self, self.config, self.out_dir, self.progress)
 
     def evaluate(self, batches: int = 1) -> dict[str, Any]:
         """Reward statistics over ``batches`` sampled batches, without updating.

@@ -38,14 +38,12 @@ from rtlforge.agents.router.synthetic import (
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.models import Verdict
 from rtlforge.trainers.base import (
-    MetricsWriter,
     ProgressCallback,
     StrictModel,
     TrainerConfig,
     TrainerInfraError,
-    checkpoint_path,
-    prune_checkpoints,
     resolve_out_dir,
+    run_steps,
     seed_everything,
 )
 
@@ -416,19 +414,7 @@ class RouterTrainer(Trainer):
 
     def train(self) -> dict[str, Any]:
         cfg = self.config
-        root = self.out_dir / "checkpoints"
-        last: dict[str, Any] = {}
-        with MetricsWriter(self.out_dir / cfg.logging.metrics_file, truncate_after=self.step,
-                           callback=self.progress) as writer:
-            while self.step < cfg.steps:
-                last = self.train_step()
-                if self.step % cfg.logging.every == 0 or self.step == cfg.steps:
-                    writer.write(last)
-                every = cfg.checkpoint.every
-                if every and self.step % every == 0 and self.step < cfg.steps:
-                    self.save(checkpoint_path(root, self.step))
-                    prune_checkpoints(root, cfg.checkpoint.keep)
-        self.save(self.out_dir / "final")
+        last = run_steps(self, cfg, self.out_dir, self.progress)
         summary = {"trainer": self.name, "router": cfg.router, "steps": self.step,
                    "episodes": self.episodes, "final": str(self.out_dir / "final"),
                    "last": last, "evaluation": self.evaluate()}
