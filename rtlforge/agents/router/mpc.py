@@ -77,7 +77,18 @@ class MPCRouter(Router):
             from rtlforge.agents.router.nets import load_router
         except ImportError as exc:
             raise ConfigError("router 'mpc' needs torch: pip install 'rtlforge[train]'") from exc
-        self.model = load_router(path, "mpc").net
+        self._setup(load_router(path, "mpc").net, sequences, horizon, gamma, seed)
+
+    @classmethod
+    def from_model(cls, model: Any, *, sequences: int = 64, horizon: int = 3,
+                   gamma: float = 0.99, seed: int = 0) -> MPCRouter:
+        """A planner over a world model in memory (the trainer evaluates its own this way)."""
+        router = cls.__new__(cls)
+        router._setup(model, sequences, horizon, gamma, seed)
+        return router
+
+    def _setup(self, model: Any, sequences: int, horizon: int, gamma: float, seed: int) -> None:
+        self.model = model
         self.sequences, self.horizon, self.gamma, self.seed = sequences, horizon, gamma, seed
 
     def state(self, ctx: RouterContext) -> tuple[float, ...]:

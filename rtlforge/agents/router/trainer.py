@@ -406,11 +406,9 @@ class RouterTrainer(Trainer):
             router: Any = PPORouter()
             router.net = self.net
             return router
-        router = MPCRouter.__new__(MPCRouter)
         m = self.config.mpc
-        router.model, router.sequences, router.horizon = self.net, m.sequences, m.horizon
-        router.gamma, router.seed = m.gamma, self.config.seed
-        return router
+        return MPCRouter.from_model(self.net, sequences=m.sequences, horizon=m.horizon,
+                                    gamma=m.gamma, seed=self.config.seed)
 
     def train(self) -> dict[str, Any]:
         cfg = self.config
