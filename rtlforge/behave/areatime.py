@@ -24,11 +24,12 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from rtlforge.behave.base import Failure
 from rtlforge.behave.sim.check import BehaveResult, check_rtl
 from rtlforge.behave.sim.golden import golden_model
 from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus
@@ -36,6 +37,9 @@ from rtlforge.behave.sim.task import BehaveTask
 from rtlforge.core.errors import RtlforgeError, is_infra
 from rtlforge.core.models import Candidate
 from rtlforge.pareto.hypervolume import non_dominated
+
+if TYPE_CHECKING:
+    from rtlforge.behave.model import BehaviorModel
 
 __all__ = ["AreaTimePoint", "AreaTimeResult", "NamedDesign", "Workload", "explore_area_time",
            "render_report", "write_report"]
@@ -114,11 +118,25 @@ def _first_line(result: BehaveResult) -> str:
     return (result.message.splitlines() or [result.verdict])[0]
 
 
-def _measure(task: BehaveTask, design: NamedDesign, *, workload: Stimulus,
-             check: StimulusConfig, period_ns: float, estimator: Any, runner: Any,
-             timeout_s: float) -> dict[str, Any]:
+def _expected_outputs(task: BehaveTask, golden: BehaviorModel, stimulus: Stimulus) -> int:
+    """Output transactions the golden emits on ``stimulus`` (all interfaces together)."""
+    from rtlforge.behave.sim.stimulus import input_values
+
+    instance = golden.instance()
+    count = 0
+    for n, txn in enumerate(stimulus.transactions):
+        if txn.reset and n > 0:
+            instance.reset()
+        out = instance.process(input_values(task, txn))
+        if not isinstance(out, Failure):
+            count += sum(all(e.name in out for e in iface.endpoints) for iface in task.outputs)
+    return count
+
+
+def _measure(task: BehaveTask, design: NamedDesign, *, golden: BehaviorModel,
+             expected_outputs: int, workload: Stimulus, check: StimulusConfig,
+             period_ns: float, estimator: Any, runner: Any, timeout_s: float) -> dict[str, Any]:
     """Every measurement one candidate allows; the status is decided by the caller."""
-    golden = golden_model(task)
     out: dict[str, Any] = {"name": design.name,
                            "files": tuple(f.name for f in design.candidate.files)}
     checked = check_rtl(task, design.candidate, runner=runner, stimulus=check,
@@ -132,14 +150,18 @@ def _measure(task: BehaveTask, design: NamedDesign, *, workload: Stimulus,
     out["workload_verdict"] = ran.verdict
     out["workload_reason"] = _first_line(ran) if ran.verdict != "pass" else None
     first, last = ran.metrics.get("first_offer_cycle"), ran.metrics.get("last_output_cycle")
-    if ran.verdict in ("pass", "fail") and first is not None and last is not None:
-        out["cycles"] = int(last) - int(first) + 1  # a failed run's: shown, never on the front
+    stopped = any(v.kind in ("watchdog", "early_end") for v in ran.violations)
+    complete = ran.verdict == "pass" or (ran.verdict == "fail" and not stopped
+                                         and ran.coverage.outputs == expected_outputs)
+    if complete and first is not None and last is not None:
+        # a wrong design that still delivered every output gets its N_W shown (never a front)
+        out["cycles"] = int(last) - int(first) + 1
     try:
         ppa = estimator.estimate(design.candidate, task.top, runner, clock=task.clock,
                                  period_ns=period_ns)
-    except RtlforgeError as exc:
-        out["ppa_error"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        out["ppa_infra"] = is_infra(exc)
+    except Exception as exc:  # noqa: BLE001 - classified: only a DesignError is the design's
+        out["ppa_error"] = (str(exc).splitlines() or [type(exc).__name__])[0]
+        out["ppa_infra"] = not isinstance(exc, RtlforgeError) or is_infra(exc)
         return out
     out.update(area_um2=ppa.area_um2, critical_path_ns=ppa.delay_ns, cells=ppa.cells,
                liberty=ppa.liberty)
@@ -187,12 +209,15 @@ def explore_area_time(task: BehaveTask, designs: Sequence[NamedDesign], *, freq_
     period_ns = 1000.0 / freq_mhz
     workload = workload or Workload()
     stim = workload.stimulus(task)
+    golden = golden_model(task)  # a golden that does not load raises: the task's problem
     own = runner is None
     active = runner if runner is not None else SandboxRunner()
     try:
-        measured = [_measure(task, d, workload=stim, check=check or StimulusConfig(),
-                             period_ns=period_ns, estimator=estimator, runner=active,
-                             timeout_s=timeout_s) for d in designs]
+        expected = _expected_outputs(task, golden, stim)
+        measured = [_measure(task, d, golden=golden, expected_outputs=expected, workload=stim,
+                             check=check or StimulusConfig(), period_ns=period_ns,
+                             estimator=estimator, runner=active, timeout_s=timeout_s)
+                    for d in designs]
     finally:
         if own:
             active.close()
