@@ -318,9 +318,14 @@ def _svg(result: AreaTimeResult) -> str:
             path.append(f"H{sx(b.time_ns):.1f}V{sy(b.area_um2):.1f}")  # type: ignore[arg-type]
         out.append(f'<path d="{"".join(path)}" fill="none" stroke="#1f6feb" '
                    'stroke-dasharray="5,3" stroke-width="1.5"/>')
-    for p in pts:
+    placed: list[tuple[float, float]] = []  # label positions, so close points stay readable
+    for p in sorted(pts, key=lambda q: (q.status != "front", -(q.area_um2 or 0.0))):
         fill, stroke, _ = _STYLE.get(p.status, ("#ffffff", "#666666", p.status))
         cx, cy = sx(p.time_ns), sy(p.area_um2)  # type: ignore[arg-type]
+        lx, ly = cx + 11, cy + 4
+        while any(abs(lx - x) < 90 and abs(ly - y) < 14 for x, y in placed):
+            ly += 14
+        placed.append((lx, ly))
         tip = html.escape(f"{p.name}: {p.status}" + (f" ({p.reason})" if p.reason else ""))
         shape = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="7" fill="{fill}" stroke="{stroke}" '
                  f'stroke-width="2.5"><title>{tip}</title></circle>')
@@ -329,7 +334,11 @@ def _svg(result: AreaTimeResult) -> str:
                      f'M{cx - 6:.1f},{cy + 6:.1f}L{cx + 6:.1f},{cy - 6:.1f}" stroke="{stroke}" '
                      f'stroke-width="2.5"><title>{tip}</title></path>')
         out.append(shape)
-        out.append(f'<text x="{cx + 10:.1f}" y="{cy - 8:.1f}">{html.escape(p.name)}</text>')
+        if ly - cy > 10:  # moved down past a neighbour: a leader line says whose it is
+            out.append(f'<line x1="{cx + 5:.1f}" y1="{cy + 3:.1f}" x2="{lx - 2:.1f}" '
+                       f'y2="{ly - 4:.1f}" stroke="{stroke}" stroke-width="0.8"/>')
+        colour = "#222222" if p.status in ("front", "dominated") else stroke
+        out.append(f'<text x="{lx:.1f}" y="{ly:.1f}" fill="{colour}">{html.escape(p.name)}</text>')
     ly = top + 8
     for status in ("front", "dominated", "misses_timing", "fails_b_star"):
         fill, stroke, text = _STYLE[status]
