@@ -177,7 +177,7 @@ def test_coverage_reward_by_hand() -> None:
 
 
 def test_registered_through_the_behave_plugin_and_the_trl_adapter() -> None:
-    from rtlforge.rewards.adapters import trl_reward
+    from rtlforge.rewards.adapters import trl_reward, verl_compute_score
 
     h = host()
     assert {"behave_rtl", "behave_model", "behave_coverage"} <= set(h.names("reward"))
@@ -187,6 +187,9 @@ def test_registered_through_the_behave_plugin_and_the_trl_adapter() -> None:
     assert fn([""] * 2, [GOLDEN_MODEL, WRONG_MODEL], task_id=["rv_accum"] * 2) == [1.0, 0.0]
     clone = pickle.loads(pickle.dumps(fn))  # a worker process rebuilds it from the spec
     assert clone.spec == fn.spec and clone._reward is None
+    score = verl_compute_score("behave_coverage", tasks=str(EXAMPLES), host=h,
+                               artifact="model", **SMALL)
+    assert score("behave", WRONG_MODEL, "rv_accum") == 0.25
 
 
 def test_grpo_trainer_resolves_the_reward_by_name(tmp_path: Path) -> None:
