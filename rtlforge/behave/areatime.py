@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,6 +36,7 @@ from rtlforge.behave.sim.golden import golden_model
 from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus
 from rtlforge.behave.sim.task import BehaveTask
 from rtlforge.core.errors import RtlforgeError, is_infra
+from rtlforge.core.interfaces import PPAResult
 from rtlforge.core.models import Candidate
 from rtlforge.pareto.hypervolume import non_dominated
 
@@ -133,58 +135,64 @@ def _expected_outputs(task: BehaveTask, golden: BehaviorModel, stimulus: Stimulu
     return count
 
 
+@dataclass(frozen=True)
+class _Measured:
+    """What one candidate's runs gave; :func:`_status` decides where it stands."""
+
+    design: NamedDesign
+    check: BehaveResult
+    workload: BehaveResult | None = None  # None: not run (the design does not compile, ...)
+    cycles: int | None = None  # N_W, when W delivered every output
+    ppa: PPAResult | None = None
+    ppa_error: str | None = None
+    ppa_infra: bool = False
+
+
 def _measure(task: BehaveTask, design: NamedDesign, *, golden: BehaviorModel,
              expected_outputs: int, workload: Stimulus, check: StimulusConfig,
-             period_ns: float, estimator: Any, runner: Any, timeout_s: float) -> dict[str, Any]:
-    """Every measurement one candidate allows; the status is decided by the caller."""
-    out: dict[str, Any] = {"name": design.name,
-                           "files": tuple(f.name for f in design.candidate.files)}
+             period_ns: float, estimator: Any, runner: Any, timeout_s: float) -> _Measured:
+    """Every measurement one candidate allows."""
     checked = check_rtl(task, design.candidate, runner=runner, stimulus=check,
                         golden=golden.instance(), timeout_s=timeout_s)
-    out["check_verdict"] = checked.verdict
-    out["check_reason"] = _first_line(checked) if checked.verdict != "pass" else None
     if checked.verdict in ("error", "infra_error", "timeout"):
-        return out  # it does not compile, or nothing is known: no workload, no PPA
+        return _Measured(design, checked)  # it does not compile, or nothing is known
     ran = check_rtl(task, design.candidate, runner=runner, stimulus=workload,
                     golden=golden.instance(), timeout_s=timeout_s)
-    out["workload_verdict"] = ran.verdict
-    out["workload_reason"] = _first_line(ran) if ran.verdict != "pass" else None
     first, last = ran.metrics.get("first_offer_cycle"), ran.metrics.get("last_output_cycle")
     stopped = any(v.kind in ("watchdog", "early_end") for v in ran.violations)
     complete = ran.verdict == "pass" or (ran.verdict == "fail" and not stopped
                                          and ran.coverage.outputs == expected_outputs)
-    if complete and first is not None and last is not None:
-        # a wrong design that still delivered every output gets its N_W shown (never a front)
-        out["cycles"] = int(last) - int(first) + 1
+    # a wrong design that still delivered every output gets its N_W shown (never a front)
+    cycles = int(last) - int(first) + 1 if complete and first is not None \
+        and last is not None else None
     try:
         ppa = estimator.estimate(design.candidate, task.top, runner, clock=task.clock,
                                  period_ns=period_ns)
     except Exception as exc:  # noqa: BLE001 - classified: only a DesignError is the design's
-        out["ppa_error"] = (str(exc).splitlines() or [type(exc).__name__])[0]
-        out["ppa_infra"] = not isinstance(exc, RtlforgeError) or is_infra(exc)
-        return out
-    out.update(area_um2=ppa.area_um2, critical_path_ns=ppa.delay_ns, cells=ppa.cells,
-               liberty=ppa.liberty)
-    return out
+        return _Measured(design, checked, ran, cycles,
+                         ppa_error=(str(exc).splitlines() or [type(exc).__name__])[0],
+                         ppa_infra=not isinstance(exc, RtlforgeError) or is_infra(exc))
+    return _Measured(design, checked, ran, cycles, ppa)
 
 
-def _status(m: dict[str, Any], period_ns: float) -> tuple[Status, str | None]:
+def _status(m: _Measured, period_ns: float) -> tuple[Status, str | None]:
     """The first criterion the candidate misses (EXCLUDED order), or ``dominated`` for now."""
-    verdict = m.get("check_verdict")
-    if verdict in ("infra_error", "timeout") or m.get("ppa_infra") \
-            or m.get("workload_verdict") in ("infra_error", "timeout"):
-        why = m.get("ppa_error") if m.get("ppa_infra") else (
-            m.get("check_reason") if verdict != "pass" else m.get("workload_reason"))
+    unresolved = ("infra_error", "timeout")
+    if m.check.verdict in unresolved or m.ppa_infra or (
+            m.workload is not None and m.workload.verdict in unresolved):
+        why = m.ppa_error if m.ppa_infra else _first_line(
+            m.check if m.check.verdict != "pass" else m.workload)  # type: ignore[arg-type]
         return "infra_error", f"not measured (infrastructure or time limit): {why}"
-    if verdict != "pass":
-        return "fails_b_star", f"fails B* ({verdict}): {m.get('check_reason')}"
-    if m.get("workload_verdict") != "pass" or m.get("cycles") is None:
-        return "incomplete_workload", (f"does not complete W ({m.get('workload_verdict')}): "
-                                       f"{m.get('workload_reason')}")
-    if m.get("area_um2") is None:
-        return "unmeasured", f"no PPA: {m.get('ppa_error')}"
-    if m["critical_path_ns"] > period_ns:
-        return "misses_timing", (f"misses timing: critical path {m['critical_path_ns']:.3f} ns "
+    if m.check.verdict != "pass":
+        return "fails_b_star", f"fails B* ({m.check.verdict}): {_first_line(m.check)}"
+    if m.workload is None or m.workload.verdict != "pass" or m.cycles is None:
+        what = m.workload.verdict if m.workload is not None else "not run"
+        why = _first_line(m.workload) if m.workload is not None else ""
+        return "incomplete_workload", f"does not complete W ({what}): {why}"
+    if m.ppa is None:
+        return "unmeasured", f"no PPA: {m.ppa_error}"
+    if m.ppa.delay_ns > period_ns:
+        return "misses_timing", (f"misses timing: critical path {m.ppa.delay_ns:.3f} ns "
                                  f"> period {period_ns:.3f} ns")
     return "dominated", None
 
@@ -224,14 +232,15 @@ def explore_area_time(task: BehaveTask, designs: Sequence[NamedDesign], *, freq_
     points = []
     for m in measured:
         status, reason = _status(m, period_ns)
-        cycles = m.get("cycles")
-        crit = m.get("critical_path_ns")
+        crit = m.ppa.delay_ns if m.ppa is not None else None
         points.append(AreaTimePoint(
-            name=m["name"], files=m["files"], status=status, reason=reason,
-            check_verdict=m.get("check_verdict"), workload_verdict=m.get("workload_verdict"),
-            cycles=cycles, time_ns=cycles * period_ns if cycles is not None else None,
-            area_um2=m.get("area_um2"), critical_path_ns=crit,
-            slack_ns=period_ns - crit if crit is not None else None, cells=m.get("cells")))
+            name=m.design.name, files=tuple(f.name for f in m.design.candidate.files),
+            status=status, reason=reason, check_verdict=m.check.verdict,
+            workload_verdict=m.workload.verdict if m.workload is not None else None,
+            cycles=m.cycles, time_ns=m.cycles * period_ns if m.cycles is not None else None,
+            area_um2=m.ppa.area_um2 if m.ppa is not None else None, critical_path_ns=crit,
+            slack_ns=period_ns - crit if crit is not None else None,
+            cells=m.ppa.cells if m.ppa is not None else None))
     eligible = [i for i, p in enumerate(points) if p.status == "dominated"]
     if eligible:
         # both minimised: negate for the maximising non-dominance test
@@ -242,7 +251,8 @@ def explore_area_time(task: BehaveTask, designs: Sequence[NamedDesign], *, freq_
         for i, b in zip(eligible, best, strict=True):
             points[i] = points[i].model_copy(update=(
                 {"status": "front"} if b else {"reason": _dominated_by(points[i], on_front)}))
-    liberty = next((m["liberty"] for m in measured if m.get("liberty")), "not measured")
+    liberty = next((m.ppa.liberty for m in measured if m.ppa is not None and m.ppa.liberty),
+                   "not measured")
     return AreaTimeResult(task=task.id, freq_mhz=freq_mhz, period_ns=period_ns,
                           workload=workload, check=check or StimulusConfig(), liberty=liberty,
                           candidates=tuple(points))
