@@ -46,13 +46,13 @@ def summary(result: Any, goals: Any) -> dict[str, Any]:
     }
 
 
-def _load(task_dir: Path) -> tuple[Any, Any]:
+def _load(task_dir: Path, rtllm_root: Path | None = None) -> tuple[Any, Any]:
     """The task and its golden model; any problem with either is a usage error (exit 2)."""
     from rtlforge.behave.sim.golden import golden_model
     from rtlforge.behave.sim.task import BehaveTaskError, load_behave_task
 
     try:
-        task = load_behave_task(task_dir)
+        task = load_behave_task(task_dir, rtllm_root=rtllm_root)
         return task, golden_model(task)
     except BehaveTaskError as exc:
         raise click.UsageError(f"--task {task_dir}: {exc}") from exc
@@ -104,6 +104,11 @@ def _stimulus(seed: int, sequences: int, transactions: int) -> Any:
 _TASK = click.option("--task", "task_dir", required=True,
                      type=click.Path(exists=True, file_okay=False, path_type=Path),
                      help="A BEHAVE task directory (behave.toml, spec, golden model).")
+_RTLLM = click.option("--rtllm", "rtllm_root", default=None,
+                      type=click.Path(exists=True, file_okay=False, path_type=Path),
+                      help="RTLLM v2 root, for a task that models an RTLLM design (default: "
+                           "$RTLFORGE_RTLLM, files beside behave.toml, or an rtllm / "
+                           "shared/benchmarks/rtllm folder above the task).")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 _SEED = click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the random stimulus.")
@@ -128,6 +133,7 @@ def behave() -> None:
 @click.argument("designs", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_TASK
+@_RTLLM
 @_JSON
 @_SEED
 @_SEQUENCES
@@ -136,14 +142,15 @@ def behave() -> None:
               help="Wall-clock seconds per tool run.")
 @_SOLVE
 @_STEPS
-def check(designs: tuple[Path, ...], task_dir: Path, as_json: bool, seed: int, sequences: int,
-          transactions: int, timeout: float, solve_budget: float, solve_steps: int) -> None:
+def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as_json: bool,
+          seed: int, sequences: int, transactions: int, timeout: float, solve_budget: float,
+          solve_steps: int) -> None:
     """Simulate DESIGN files in the task's generated testbench and judge them against B*."""
     from rtlforge.behave.sim.check import check_rtl
     from rtlforge.core.errors import RtlforgeError
     from rtlforge.core.models import Candidate
 
-    task, golden = _load(task_dir)
+    task, golden = _load(task_dir, rtllm_root)
     try:
         candidate = Candidate.from_files(designs)
     except (ValueError, RtlforgeError) as exc:
@@ -157,20 +164,22 @@ def check(designs: tuple[Path, ...], task_dir: Path, as_json: bool, seed: int, s
 @click.argument("model_path", metavar="MODEL.py",
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_TASK
+@_RTLLM
 @_JSON
 @_SEED
 @_SEQUENCES
 @_TRANSACTIONS
 @_SOLVE
 @_STEPS
-def check_model_command(model_path: Path, task_dir: Path, as_json: bool, seed: int,
+def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | None,
+                        as_json: bool, seed: int,
                         sequences: int, transactions: int, solve_budget: float,
                         solve_steps: int) -> None:
     """Check a behaviour-DSL model (B̂: checked and interpreted, never run) against B*."""
     from rtlforge.behave.sim.check import check_model
     from rtlforge.behave.sim.golden import TaskModelError, load_task_model, read_model_file
 
-    task, golden = _load(task_dir)
+    task, golden = _load(task_dir, rtllm_root)
     try:
         model = load_task_model(task, read_model_file(model_path), name=model_path.stem)
     except TaskModelError as exc:  # the artifact under test is wrong: its verdict, as validate
