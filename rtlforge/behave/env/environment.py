@@ -70,6 +70,7 @@ __all__ = ["AgentEnv", "ArtifactVerdict", "EndReason", "EnvConfig", "EpisodeResu
 
 EndReason = Literal["submitted", "turn_limit", "tool_call_limit", "token_limit",
                     "agent_stopped", "agent_error", "abandoned"]
+_NOT_RUN = ("budget", "episode_over")
 _LIMITS = ("turn_limit", "tool_call_limit", "token_limit", "agent_stopped", "abandoned")
 #: Feedback items and violations shown per tool result.
 _MAX_ITEMS = 12
@@ -244,7 +245,8 @@ class AgentEnv:
 
     @property
     def tool_calls_used(self) -> int:
-        return len(self.records)
+        """Calls that ran (calls refused for a budget or after the end do not count)."""
+        return sum(r.error not in _NOT_RUN for r in self.records)
 
     def reset(self) -> list[Message]:
         """The opening messages: the rules, then the spec and interface."""
@@ -481,6 +483,9 @@ class AgentEnv:
         except RtlforgeError as exc:
             if is_infra(exc) or isinstance(exc, SecurityViolation):
                 raise
+            if isinstance(exc.__cause__, SecurityViolation):  # the estimator wraps the gate's
+                return ToolResult.failure("security", f"refused by the security gate: "
+                                          f"{exc.__cause__}")
             return ToolResult.failure("design_error", f"synthesis failed: {exc}",
                                       log=getattr(exc, "log", ""))
         data = {"area_um2": round(ppa.area_um2, 3), "delay_ns": round(ppa.delay_ns, 4),

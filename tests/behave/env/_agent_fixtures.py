@@ -7,6 +7,12 @@ from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "behave"
 RV_ACCUM = EXAMPLES / "rv_accum"
+#: The task's golden model and golden RTL, and text only they contain (checked to be there).
+GOLDEN_TEXT = ((RV_ACCUM / "golden.py").read_text(encoding="utf-8")
+               + (RV_ACCUM / "golden.v").read_text(encoding="utf-8"))
+GOLDEN_FRAGMENTS = ("class RvAccum", "One sum per four inputs", "self.seen", "4 * 255",
+                    "class Sum(Record)", "out_sum <= acc + in_data",
+                    "output register is free")
 
 #: Latency 1, a different structure from golden.v: count first, sum on the fourth.
 GOOD_RTL = """\
