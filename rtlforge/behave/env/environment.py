@@ -200,6 +200,7 @@ class AgentEnv:
             "submit": self._submit,
         }
         self._specs = {t.name: t for t in TOOLS}
+        self._tools: list[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -236,8 +237,11 @@ class AgentEnv:
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The OpenAI ``tools`` declarations of this environment."""
-        return openai_tools()
+        """The OpenAI ``tools`` declarations of this environment (built once per episode:
+        schema generation costs ~30 ms)."""
+        if self._tools is None:
+            self._tools = openai_tools()
+        return self._tools
 
     @property
     def done(self) -> bool:
