@@ -53,7 +53,8 @@ class OpenAIToolAgent:
     def __init__(self, *, model: str, base_url: str, api_key_env: str | None = "OPENAI_API_KEY",
                  temperature: float = 0.2, max_tokens: int = 4096, timeout: float = 300.0,
                  retry: RetryPolicy | None = None, max_response_bytes: int = 8 * 1024 * 1024,
-                 extra_body: dict[str, Any] | None = None, seed: int | None = None) -> None:
+                 extra_body: dict[str, Any] | None = None, seed: int | None = None,
+                 max_tokens_field: str = "max_tokens") -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
@@ -71,6 +72,7 @@ class OpenAIToolAgent:
         self.retry = retry or RetryPolicy()
         self.max_response_bytes = max_response_bytes
         self.extra_body = dict(extra_body or {})
+        self.max_tokens_field = max_tokens_field  # "max_completion_tokens" for newer APIs
         self._https = url.scheme == "https"
         self._host = url.hostname
         self._port = url.port or (443 if self._https else 80)
@@ -87,7 +89,7 @@ class OpenAIToolAgent:
         body: dict[str, Any] = {
             "model": self.model, "messages": [m.to_openai() for m in messages],
             "tools": list(tools), "tool_choice": "auto", "temperature": self.temperature,
-            "max_tokens": self.max_tokens}
+            self.max_tokens_field: self.max_tokens}
         for key, value in self.extra_body.items():
             body.setdefault(key, value)
         data = json.dumps(body).encode()

@@ -126,8 +126,8 @@ protocol, latency and matching rules (random stimulus, backpressure, resets).
 - submit ends the episode; your design (and model) are then checked against a hidden \
 reference you never see.
 Conventions: testbench files are named tb_*.v, test_*.v or *_tb.v and are never part of the \
-design; every other .v/.sv file is the design unless you name the files. The behaviour model is \
-model.py unless you name another file.
+design; every other .v/.sv/.vh file is the design unless you name the files. The behaviour \
+model is model.py unless you name another file.
 You have at most {max_turns} turns; a reply without a tool call ends the episode.
 
 The behaviour model language is a restricted typed Python: one file with optional UPPER_CASE \

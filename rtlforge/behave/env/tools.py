@@ -87,8 +87,8 @@ class _Args(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-_DESIGN = Field(None, description="Design files to use (default: every .v/.sv file that is "
-                                  "not a testbench by name).")
+_DESIGN = Field(None, description="Design files to use (default: every .v/.sv/.vh/.svh file "
+                                  "that is not a testbench by name).")
 
 
 class WriteFileArgs(_Args):

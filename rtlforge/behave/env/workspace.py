@@ -155,9 +155,10 @@ class Workspace:
         return tuple(SourceFile(name=n, content=self.read(n)) for n in names)
 
     def design_names(self) -> list[str]:
-        """HDL files that are not testbenches by name: the default design."""
+        """HDL files (headers included: a design may `include them) that are not testbenches
+        by name: the default design."""
         return [n for n in self.names()
-                if n.lower().endswith((".v", ".sv")) and not is_testbench_name(n)]
+                if n.lower().endswith(HDL_SUFFIXES) and not is_testbench_name(n)]
 
     def snapshot(self) -> dict[str, str]:
         return dict(self._files)

@@ -225,3 +225,17 @@ def test_compile_with_verilator_reports_lint_errors_with_lines(task, host, runne
     assert first["verdict"] == "error" and first["feedback"]
     assert any(f.get("line") for f in first["feedback"])
     assert second["verdict"] == "pass"
+
+
+def test_a_design_may_include_its_own_header(task, host, runner) -> None:
+    header = "`define GROUP_LAST 2'd3\n"
+    rtl = '`include "acc_defs.vh"\n' + GOOD_RTL.replace("if (&count) begin",
+                                                       "if (count == `GROUP_LAST) begin")
+    agent = ScriptedAgent([
+        [_write("acc_defs.vh", header), _write("rv_accum.v", rtl),
+         C(name="compile", arguments={}), C(name="submit", arguments={})]])
+    result = run_episode(task, agent, host=host, runner=runner, config=CONFIG)
+    (compiled,) = _results(result, "compile")
+    assert compiled["verdict"] == "pass", compiled
+    assert set(result.submission.design) == {"acc_defs.vh", "rv_accum.v"}
+    assert result.rtl.status == "pass", result.rtl.result

@@ -68,4 +68,4 @@ def test_testbench_naming_and_the_default_design() -> None:
     ws = Workspace()
     for name in ("top.v", "tb_top.v", "defs.vh", "model.py", "alu.sv"):
         ws.write(name, "")
-    assert ws.design_names() == ["alu.sv", "top.v"]
+    assert ws.design_names() == ["alu.sv", "defs.vh", "top.v"]
