@@ -30,7 +30,7 @@ def test_plugin_registers_the_group() -> None:
     group = click.Group("rtlforge")
     for impl in host.pm.hook.register_commands.get_hookimpls():
         impl.function(cli=group)
-    assert set(group.commands["behave"].commands) == {"check", "check-model"}
+    assert set(group.commands["behave"].commands) == {"check", "check-model", "agent"}
 
 
 @pytest.mark.tools
