@@ -9,8 +9,10 @@ mutant the testbench passes is a miss; an equivalent mutant it fails would be a 
 (there should be none: it checks the equivalence checker as much as the testbench).
 
 Results are cached per (design, mutant text, settings) under ``--cache``, so an interrupted run
-resumes where it stopped. The BEHAVE-Sim column stays ``n/a (pending)`` until the behaviour
-tasks exist.
+resumes where it stopped. The BEHAVE-Sim column runs every mutant through BEHAVE-Sim against
+the design's behaviour task (``examples/behave/rtllm/<design>``: the golden behaviour model,
+baseline stimulus, seed 0); its verdicts are cached apart, keyed by the task's own files too, so
+editing a model re-runs only that column. A design without a behaviour task shows ``n/a``.
 
     python benchmarks/mutation_study.py [--rtllm DIR] [--cap 25] [--jobs 1] [--designs a,b]
         [--json runs/mutation_study.json] [--md runs/mutation_study.md]
@@ -35,6 +37,8 @@ from typing import Any
 
 from rtlforge.behave.equiv import Equivalence, check_equivalence
 from rtlforge.behave.mutate import Mutant, mutants, sample_mutants
+from rtlforge.behave.sim.check import check_rtl
+from rtlforge.behave.sim.task import BehaveTask, load_behave_task
 from rtlforge.core.models import Candidate, SourceFile, Task, Verdict
 from rtlforge.core.plugins import PluginHost
 from rtlforge.sandbox.runner import SandboxRunner
@@ -42,7 +46,8 @@ from rtlforge.tasks.rtllm import load_rtllm
 from rtlforge.validate.pipeline import Pipeline
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "rtllm"
-PENDING = "n/a (pending)"
+BEHAVE_TASKS = Path(__file__).resolve().parents[1] / "examples" / "behave" / "rtllm"
+NO_TASK = "n/a"
 #: Bump when what a cached record means changes (operators, checker, verdict rules).
 CACHE_VERSION = 3
 
@@ -53,11 +58,38 @@ def _key(task: Task, mutant: Mutant, settings: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _study_mutant(task: Task, mutant: Mutant, pipeline: Pipeline, runner: SandboxRunner,
-                  settings: dict[str, Any], cache: Path) -> dict[str, Any]:
-    path = cache / f"{_key(task, mutant, settings)}.json"
+def _behave_digest(btask: BehaveTask) -> str:
+    """What a BEHAVE verdict depends on besides the mutant: the task's own files."""
+    assert btask.directory is not None
+    blob = b"".join((btask.directory / name).read_bytes()
+                    for name in ("behave.toml", btask.golden))
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _behave_verdict(btask: BehaveTask | None, task: Task, mutant: Mutant, runner: SandboxRunner,
+                    key: str, cache: Path) -> str:
+    if btask is None:
+        return NO_TASK
+    path = cache / f"{key}.behave-{_behave_digest(btask)}.json"
     if path.is_file():
-        return dict(json.loads(path.read_text()))
+        return str(json.loads(path.read_text())["verdict"])
+    files = (SourceFile(name=task.golden[0].name, content=mutant.source),)
+    result = check_rtl(btask, Candidate(files=files, task_id=task.id, top=btask.top),
+                       runner=runner, timeout_s=60.0)
+    if result.verdict != "infra_error":
+        path.write_text(json.dumps({"verdict": result.verdict, "message": result.message}))
+    return str(result.verdict)
+
+
+def _study_mutant(task: Task, mutant: Mutant, pipeline: Pipeline, runner: SandboxRunner,
+                  settings: dict[str, Any], cache: Path,
+                  btask: BehaveTask | None = None) -> dict[str, Any]:
+    key = _key(task, mutant, settings)
+    path = cache / f"{key}.json"
+    if path.is_file():
+        record = dict(json.loads(path.read_text()))
+        record["behave_sim"] = _behave_verdict(btask, task, mutant, runner, key, cache)
+        return record
     golden = task.golden[0]
     mutated = (SourceFile(name=golden.name, content=mutant.source),)
     equiv = check_equivalence(task.golden, mutated, task.top, runner=runner,
@@ -73,12 +105,12 @@ def _study_mutant(task: Task, mutant: Mutant, pipeline: Pipeline, runner: Sandbo
         "sequential": equiv.sequential, "equiv_seconds": round(equiv.seconds, 3),
         "testbench": report.verdict.value, "testbench_seconds":
             round(time.perf_counter() - start, 3),
-        "behave_sim": PENDING,
     }
     if report.verdict is not Verdict.INFRA_ERROR:  # an infrastructure hiccup is retried later
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(record, indent=1))
         tmp.replace(path)
+    record["behave_sim"] = _behave_verdict(btask, task, mutant, runner, key, cache)
     return record
 
 
@@ -104,7 +136,26 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
                                                      Verdict.INFRA_ERROR.value)
                               for r in records if r["equivalence"] == Equivalence.UNKNOWN.value),
         "infra_errors": sum(r["testbench"] == Verdict.INFRA_ERROR.value for r in records),
-        "behave_sim": PENDING,
+        **_behave_summary(records, nonequiv),
+    }
+
+
+def _behave_summary(records: list[dict[str, Any]], nonequiv: list[dict[str, Any]]
+                    ) -> dict[str, Any]:
+    """The BEHAVE-Sim column: scored where the design has a task and the run was not infra."""
+    scored = [r for r in nonequiv if r.get("behave_sim") not in (NO_TASK, "infra_error", None)]
+    killed = sum(r["behave_sim"] != "pass" for r in scored)
+    equivalent = [r for r in records if r["equivalence"] == Equivalence.EQUIVALENT.value]
+    return {
+        "behave_scored": len(scored),
+        "behave_killed": killed,
+        "behave_kill_rate": round(killed / len(scored), 4) if scored else None,
+        "behave_missed": [r["id"] for r in scored if r["behave_sim"] == "pass"],
+        "behave_verdicts": dict(sorted(Counter(r.get("behave_sim") for r in nonequiv).items())),
+        "behave_alarms_on_equivalent": sum(r.get("behave_sim") not in ("pass", NO_TASK,
+                                                                         "infra_error", None)
+                                           for r in equivalent),
+        "behave_infra_errors": sum(r.get("behave_sim") == "infra_error" for r in records),
     }
 
 
@@ -114,20 +165,27 @@ def _pct(rate: float | None) -> str:
 
 def markdown(result: dict[str, Any]) -> str:
     head = ("| design | mutants | equivalent | unknown | non-equivalent | killed (RTLLM tb) | "
-            "kill rate (RTLLM tb) | BEHAVE-Sim | tb alarms on equivalent |")
-    lines = [head, "|" + "---|" * 9]
+            "kill rate (RTLLM tb) | killed (BEHAVE-Sim) | kill rate (BEHAVE-Sim) | "
+            "alarms on equivalent (tb / BEHAVE-Sim) |")
+    lines = [head, "|" + "---|" * 10]
+
+    def row(name: str, s: dict[str, Any]) -> str:
+        behave = (f"{s['behave_killed']} of {s['behave_scored']}" if s["behave_scored"]
+                  else NO_TASK)
+        return (f"| {name} | {s['mutants']} | {s['equivalent']} | {s['unknown']} | "
+                f"{s['non_equivalent']} | {s['killed']} | {_pct(s['kill_rate'])} | {behave} | "
+                f"{_pct(s['behave_kill_rate'])} | {s['alarms_on_equivalent']} / "
+                f"{s['behave_alarms_on_equivalent']} |")
+
     for name, design in result["designs"].items():
-        s = design["summary"]
-        lines.append(f"| {name} | {s['mutants']} | {s['equivalent']} | {s['unknown']} | "
-                     f"{s['non_equivalent']} | {s['killed']} | {_pct(s['kill_rate'])} | "
-                     f"{s['behave_sim']} | {s['alarms_on_equivalent']} |")
-    o = result["overall"]
-    lines.append(f"| **overall** | {o['mutants']} | {o['equivalent']} | {o['unknown']} | "
-                 f"{o['non_equivalent']} | {o['killed']} | {_pct(o['kill_rate'])} | "
-                 f"{o['behave_sim']} | {o['alarms_on_equivalent']} |")
+        lines.append(row(name, design["summary"]))
+    lines.append(row("**overall**", result["overall"]))
     missing = [n for n, d in result["designs"].items() if d["summary"]["missed"]]
+    behave_missing = [n for n, d in result["designs"].items() if d["summary"]["behave_missed"]]
     lines += ["", f"Designs whose testbench misses at least one non-equivalent mutant: "
               f"{len(missing)} of {len(result['designs'])}: {', '.join(missing) or 'none'}.",
+              f"Designs where BEHAVE-Sim misses at least one: {len(behave_missing)}: "
+              f"{', '.join(behave_missing) or 'none'}.",
               f"Skipped (golden fails its own testbench): "
               f"{', '.join(result['skipped']) or 'none'}.",
               f"Settings: {json.dumps(result['settings'])}; {result['seconds']:.0f} s."]
@@ -170,15 +228,18 @@ def main(argv: list[str]) -> int:
             t0 = time.perf_counter()
             found = mutants(task.golden[0].content)
             chosen = sample_mutants(found, args.cap, seed=task.id)
+            btask = (load_behave_task(BEHAVE_TASKS / task.id, rtllm_root=args.rtllm)
+                     if (BEHAVE_TASKS / task.id / "behave.toml").is_file() else None)
             records = list(pool.map(
-                lambda m, task=task: _study_mutant(task, m, pipeline, runner, settings,
-                                                   args.cache), chosen))
+                lambda m, task=task, btask=btask: _study_mutant(
+                    task, m, pipeline, runner, settings, args.cache, btask), chosen))
             summary = _summary(records)
             designs[task.id] = {"candidates": len(found), "summary": summary,
                                 "seconds": round(time.perf_counter() - t0, 2),
                                 "mutants": records}
             print(f"{task.id}: {len(found)} mutants, {len(chosen)} studied, "
                   f"{summary['non_equivalent']} non-equivalent, {summary['killed']} killed, "
+                  f"{summary['behave_killed']} of {summary['behave_scored']} by BEHAVE-Sim, "
                   f"{summary['unknown']} unknown ({time.perf_counter() - t0:.1f} s)", flush=True)
     overall = _summary([r for d in designs.values() for r in d["mutants"]])
     overall["designs_missing"] = sum(bool(d["summary"]["missed"]) for d in designs.values())

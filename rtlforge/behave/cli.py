@@ -8,6 +8,8 @@ input error (a bad task directory, a golden or model that does not check or does
 interface: the message names the line), 3 infrastructure error. ``--json`` prints one object:
 ``verdict``, ``mismatches``, ``first_failure``, ``coverage``, ``goals`` (hit / unresolved /
 bounded_unreachable), plus ``artifact``, ``violations``, ``message`` and ``metrics``.
+``rtlforge behave agent`` runs an OpenAI-compatible tool-calling LLM in the agent environment
+(docs/behave-env.md) and judges its submission against B*.
 """
 
 from __future__ import annotations
@@ -48,13 +50,13 @@ def summary(result: Any, goals: Any) -> dict[str, Any]:
     }
 
 
-def _load(task_dir: Path) -> tuple[Any, Any]:
+def _load(task_dir: Path, rtllm_root: Path | None = None) -> tuple[Any, Any]:
     """The task and its golden model; any problem with either is a usage error (exit 2)."""
     from rtlforge.behave.sim.golden import golden_model
     from rtlforge.behave.sim.task import BehaveTaskError, load_behave_task
 
     try:
-        task = load_behave_task(task_dir)
+        task = load_behave_task(task_dir, rtllm_root=rtllm_root)
         return task, golden_model(task)
     except BehaveTaskError as exc:
         raise click.UsageError(f"--task {task_dir}: {exc}") from exc
@@ -106,6 +108,11 @@ def _stimulus(seed: int, sequences: int, transactions: int) -> Any:
 _TASK = click.option("--task", "task_dir", required=True,
                      type=click.Path(exists=True, file_okay=False, path_type=Path),
                      help="A BEHAVE task directory (behave.toml, spec, golden model).")
+_RTLLM = click.option("--rtllm", "rtllm_root", default=None,
+                      type=click.Path(exists=True, file_okay=False, path_type=Path),
+                      help="RTLLM v2 root, for a task that models an RTLLM design (default: "
+                           "$RTLFORGE_RTLLM, files beside behave.toml, or an rtllm / "
+                           "shared/benchmarks/rtllm folder above the task).")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 _SEED = click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the random stimulus.")
@@ -130,6 +137,7 @@ def behave() -> None:
 @click.argument("designs", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_TASK
+@_RTLLM
 @_JSON
 @_SEED
 @_SEQUENCES
@@ -138,14 +146,15 @@ def behave() -> None:
               help="Wall-clock seconds per tool run.")
 @_SOLVE
 @_STEPS
-def check(designs: tuple[Path, ...], task_dir: Path, as_json: bool, seed: int, sequences: int,
-          transactions: int, timeout: float, solve_budget: float, solve_steps: int) -> None:
+def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as_json: bool,
+          seed: int, sequences: int, transactions: int, timeout: float, solve_budget: float,
+          solve_steps: int) -> None:
     """Simulate DESIGN files in the task's generated testbench and judge them against B*."""
     from rtlforge.behave.sim.check import check_rtl
     from rtlforge.core.errors import RtlforgeError
     from rtlforge.core.models import Candidate
 
-    task, golden = _load(task_dir)
+    task, golden = _load(task_dir, rtllm_root)
     try:
         candidate = Candidate.from_files(designs)
     except (ValueError, RtlforgeError) as exc:
@@ -159,20 +168,22 @@ def check(designs: tuple[Path, ...], task_dir: Path, as_json: bool, seed: int, s
 @click.argument("model_path", metavar="MODEL.py",
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_TASK
+@_RTLLM
 @_JSON
 @_SEED
 @_SEQUENCES
 @_TRANSACTIONS
 @_SOLVE
 @_STEPS
-def check_model_command(model_path: Path, task_dir: Path, as_json: bool, seed: int,
+def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | None,
+                        as_json: bool, seed: int,
                         sequences: int, transactions: int, solve_budget: float,
                         solve_steps: int) -> None:
     """Check a behaviour-DSL model (B̂: checked and interpreted, never run) against B*."""
     from rtlforge.behave.sim.check import check_model
     from rtlforge.behave.sim.golden import TaskModelError, load_task_model, read_model_file
 
-    task, golden = _load(task_dir)
+    task, golden = _load(task_dir, rtllm_root)
     try:
         model = load_task_model(task, read_model_file(model_path), name=model_path.stem)
     except TaskModelError as exc:  # the artifact under test is wrong: its verdict, as validate
@@ -184,6 +195,80 @@ def check_model_command(model_path: Path, task_dir: Path, as_json: bool, seed: i
     result = check_model(task, model, stimulus=_stimulus(seed, sequences, transactions),
                          golden=golden.instance())
     _report(result, golden, as_json, solve_budget, solve_steps)
+
+
+@behave.command("agent")
+@_TASK
+@click.option("--base-url", required=True, help="OpenAI-compatible API base, e.g. "
+                                                 "http://127.0.0.1:8000/v1.")
+@click.option("--model", "model_name", required=True, help="The served model's name.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable holding the API key (unset: no key sent).")
+@click.option("--max-turns", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--max-tool-calls", type=click.IntRange(1, 100_000), default=60,
+              show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None,
+              help="Token budget of the episode (prompt + completion, as the server counts).")
+@click.option("--temperature", type=float, default=0.2, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds per LLM request.")
+@click.option("--attempts", type=click.IntRange(1, 20), default=4, show_default=True,
+              help="Attempts per LLM request (429, 5xx and connection errors are retried).")
+@click.option("--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write the whole episode result (transcript included) as "
+                                 "JSON to this file.")
+@_JSON
+@_SEED
+@_SEQUENCES
+@_TRANSACTIONS
+def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: str,
+                  max_turns: int, max_tool_calls: int, max_tokens: int | None,
+                  temperature: float, timeout: float, attempts: int, output: Path | None,
+                  as_json: bool, seed: int, sequences: int, transactions: int) -> None:
+    """Run a tool-using LLM agent on a BEHAVE task; judge its submission against B*.
+
+    The hidden check's stimulus is the baseline unless --seed/--sequences/--transactions
+    say otherwise. Exit codes: 0 the RTL passed B*, 1 it did not (or nothing was submitted), 3 an
+    infrastructure problem left the verdict open (the LLM server, a tool, the sandbox).
+    """
+    from rtlforge.behave.env import EnvConfig, OpenAIToolAgent, run_episode
+    from rtlforge.cli import current_host
+    from rtlforge.generation.base import RetryPolicy
+
+    task, _ = _load(task_dir)
+    try:
+        agent = OpenAIToolAgent(model=model_name, base_url=base_url,
+                                api_key_env=api_key_env or None, temperature=temperature,
+                                timeout=timeout, retry=RetryPolicy(max_attempts=attempts))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    config = EnvConfig(max_turns=max_turns, max_tool_calls=max_tool_calls,
+                       max_tokens=max_tokens,
+                       hidden_stimulus=_stimulus(seed, sequences, transactions))
+    result = run_episode(task, agent, host=current_host(), config=config)
+    if output is not None:
+        output.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+    summary_obj = {
+        "task": result.task_id, "end_reason": result.end_reason,
+        "submitted": result.submitted, "turns": result.turns,
+        "tool_calls": len(result.tool_calls), "unresolved": result.unresolved,
+        "rtl": {"status": result.rtl.status,
+                "verdict": result.rtl.result.verdict if result.rtl.result else None},
+        "model": {"status": result.model.status,
+                  "verdict": result.model.result.verdict if result.model.result else None},
+        "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+        "seconds": result.seconds, "agent_error": result.agent_error}
+    if as_json:
+        click.echo(json.dumps(summary_obj))
+    else:
+        click.echo(f"{result.task_id}: {result.end_reason} after {result.turns} turns, "
+                   f"{len(result.tool_calls)} tool calls")
+        click.echo(f"  RTL vs B*: {result.rtl.status}; model vs B*: {result.model.status}")
+        if result.agent_error:
+            click.echo(f"  agent error: {result.agent_error}")
+    if result.unresolved:
+        sys.exit(EXIT_INFRA)
+    sys.exit(EXIT_OK if result.rtl.status == "pass" else EXIT_NOT_PASSED)
 
 
 def _design_sets(designs: tuple[Path, ...], sets: tuple[str, ...]) -> list[Any]:

@@ -161,7 +161,9 @@ class BehaveTask(_Frozen):
     matching: Matching = Matching()
     latency: LatencyBounds = LatencyBounds()
     golden: str  # file name of the golden behaviour-DSL model inside the task directory
+    rtllm: str | None = None  # an RTLLM v2 design this task models (rtlforge.behave.rtllm)
     directory: Path | None = Field(None, exclude=True)
+    rtllm_dir: Path | None = Field(None, exclude=True)  # that design's folder, once found
 
     @property
     def data_input(self) -> Interface:
@@ -272,6 +274,8 @@ def check_task(task: BehaveTask) -> None:
         raise _fail("id_field belongs to the by_id policy", "matching.id_field")
     if not _PLAIN_FILE.match(task.golden):
         raise _fail(f"{task.golden!r} is not a plain file name in the task directory", "golden")
+    if task.rtllm is not None and not _PLAIN_FILE.match(task.rtllm):
+        raise _fail(f"{task.rtllm!r} is not an RTLLM design folder name", "rtllm")
 
 
 # ------------------------------------------------------------------------------- loading
@@ -347,13 +351,25 @@ def parse_behave_task(text: str, *, file: str = TASK_FILE,
     return task
 
 
-def load_behave_task(directory: str | Path) -> BehaveTask:
-    """Load ``behave.toml`` from a task directory (spec text read, golden file checked)."""
+def load_behave_task(directory: str | Path, *, rtllm_root: str | Path | None = None
+                     ) -> BehaveTask:
+    """Load ``behave.toml`` from a task directory (spec text read, golden file checked).
+
+    A task naming an RTLLM design (``rtllm = "<design>"``) is joined with RTLLM's files where
+    they are distributed (``rtllm_root``, or as :func:`rtlforge.behave.rtllm.find_design`
+    searches): its spec is the design's ``design_description.txt`` unless ``spec_file`` is given.
+    """
     root = Path(directory).resolve()
     path = root / TASK_FILE
     text = _read(path, TASK_FILE)
     task = parse_behave_task(text, file=str(path), directory=root)
     updates: dict[str, Any] = {}
+    if task.rtllm is not None:
+        from rtlforge.behave.rtllm import DESCRIPTION, find_design
+
+        design = find_design(task.rtllm, root, rtllm_root)
+        updates["rtllm_dir"] = design
+        updates["spec"] = _read(design / DESCRIPTION, "rtllm")
     if task.spec_file is not None:
         if not _PLAIN_FILE.match(task.spec_file):
             raise BehaveTaskError(f"field 'spec_file': {task.spec_file!r} is not a plain file "
