@@ -1,5 +1,7 @@
-"""``rtlforge behave check`` (RTL vs the task's golden B*) and ``rtlforge behave check-model``
-(an agent's behaviour model B̂ vs B*), registered by :mod:`rtlforge.behave.plugin`.
+"""``rtlforge behave check`` (RTL vs the task's golden B*), ``rtlforge behave check-model``
+(an agent's behaviour model B̂ vs B*) and ``rtlforge behave area-time`` (the area-time Pareto
+front of candidate architectures, :mod:`rtlforge.behave.areatime`), registered by
+:mod:`rtlforge.behave.plugin`.
 
 Exit codes as ``rtlforge validate``: 0 pass, 1 not passed (fail, error, timeout), 2 usage or
 input error (a bad task directory, a golden or model that does not check or does not fit the
@@ -267,3 +269,114 @@ def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: s
     if result.unresolved:
         sys.exit(EXIT_INFRA)
     sys.exit(EXIT_OK if result.rtl.status == "pass" else EXIT_NOT_PASSED)
+
+
+def _design_sets(designs: tuple[Path, ...], sets: tuple[str, ...]) -> list[Any]:
+    """Candidates: each DESIGN file alone (named by its stem), each ``NAME=F1,F2`` together."""
+    from rtlforge.behave.areatime import NamedDesign
+    from rtlforge.core.errors import RtlforgeError
+    from rtlforge.core.models import Candidate
+
+    named: list[tuple[str, list[Path]]] = [(p.stem, [p]) for p in designs]
+    for spec in sets:
+        name, sep, files = spec.partition("=")
+        paths = [Path(f) for f in files.split(",") if f.strip()]
+        if not sep or not name.strip() or not paths:
+            raise click.UsageError(f"--design-set {spec!r}: expected NAME=FILE[,FILE...]")
+        for path in paths:
+            if not path.is_file():
+                raise click.UsageError(f"--design-set {name}: {path} is not a file")
+        named.append((name.strip(), paths))
+    if not named:
+        raise click.UsageError("give at least one DESIGN.v or --design-set NAME=FILES")
+    seen = [n for n, _ in named]
+    clashes = sorted({n for n in seen if seen.count(n) > 1})
+    if clashes:
+        raise click.UsageError(f"candidate names clash: {', '.join(clashes)} (files with the "
+                               "same stem: name them with --design-set NAME=FILE)")
+    try:
+        return [NamedDesign(name=n, candidate=Candidate.from_files(p)) for n, p in named]
+    except (ValueError, RtlforgeError) as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+@behave.command("area-time")
+@click.argument("designs", nargs=-1,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--design-set", "design_sets", multiple=True, metavar="NAME=FILE[,FILE...]",
+              help="A candidate of several files, named NAME (repeatable). Each DESIGN "
+                   "argument is a one-file candidate named by its file stem.")
+@_TASK
+@click.option("--freq", "freq_mhz", required=True, type=click.FloatRange(min=0, min_open=True),
+              metavar="MHZ", help="Clock frequency f0 in MHz (period 1000/f0 ns).")
+@click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Liberty file (.lib or .lib.gz); default: the bundled generic library.")
+@click.option("--workload", "workload_size", type=click.IntRange(1, 100_000), default=64,
+              show_default=True, help="Transactions in the workload W.")
+@click.option("--workload-seed", type=int, default=0, show_default=True,
+              help="Seed of W's values.")
+@_SEED
+@_SEQUENCES
+@_TRANSACTIONS
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              help="Wall-clock seconds per tool run.")
+@_JSON
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write index.html (SVG plot and table) and area_time.json here.")
+def area_time(designs: tuple[Path, ...], design_sets: tuple[str, ...], task_dir: Path,
+              freq_mhz: float, liberty: Path | None, workload_size: int, workload_seed: int,
+              seed: int, sequences: int, transactions: int, timeout: float, as_json: bool,
+              report_dir: Path | None) -> None:
+    """Area-time Pareto front of candidate architectures on a workload W at --freq.
+
+    Each candidate is checked against B* (the stimulus options), run on W (N_W cycles from the
+    first input offered to the last output accepted; tau_W = N_W / f0) and synthesised for area
+    and critical path; the front is taken among those that pass, complete W and meet timing.
+    Exit 0 when the front is not empty, 1 when it is, 3 when any candidate hit an
+    infrastructure failure.
+    """
+    from rtlforge.behave.areatime import Workload, explore_area_time, write_report
+    from rtlforge.cli import current_host
+    from rtlforge.core.errors import ConfigError
+
+    task, _ = _load(task_dir)
+    candidates = _design_sets(designs, design_sets)
+    try:
+        estimator = current_host().create("ppa_estimator", "yosys-sta", liberty=liberty,
+                                          timeout=timeout)
+        estimator.liberty  # noqa: B018 - a bad liberty file is a usage error, reported now
+    except (ValueError, ConfigError) as exc:
+        raise click.UsageError(f"--liberty: {exc}") from exc
+    try:
+        result = explore_area_time(
+            task, candidates, freq_mhz=freq_mhz, estimator=estimator,
+            workload=Workload(transactions=workload_size, seed=workload_seed),
+            check=_stimulus(seed, sequences, transactions), timeout_s=timeout)
+    finally:
+        estimator.close()
+    page = write_report(result, report_dir) if report_dir is not None else None
+    if as_json:
+        click.echo(json.dumps({**result.model_dump(mode="json"),
+                               "front": [p.name for p in result.front],
+                               "report": str(page) if page else None}))
+    else:
+        click.echo(f"task {result.task}, f0 {freq_mhz:g} MHz (period {result.period_ns:.3f} "
+                   f"ns), W = {workload_size} transactions, liberty {result.liberty}")
+        click.echo(f"{'candidate':<14} {'status':<20} {'N_W':>6} {'tau_W ns':>10} "
+                   f"{'area um2':>10} {'crit ns':>8}")
+        for p in result.candidates:
+            click.echo(f"{p.name:<14} {p.status:<20} {_num(p.cycles):>6} "
+                       f"{_num(p.time_ns, '.1f'):>10} {_num(p.area_um2, '.1f'):>10} "
+                       f"{_num(p.critical_path_ns, '.3f'):>8}")
+            if p.reason:
+                click.echo(f"    {p.reason}")
+        click.echo(f"front: {', '.join(p.name for p in result.front) or '(empty)'}")
+        if page is not None:
+            click.echo(f"report: {page}")
+    if any(p.status == "infra_error" for p in result.candidates):
+        sys.exit(EXIT_INFRA)
+    sys.exit(EXIT_OK if result.front else EXIT_NOT_PASSED)
+
+
+def _num(value: Any, fmt: str = "") -> str:
+    return "-" if value is None else format(value, fmt)

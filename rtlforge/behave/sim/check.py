@@ -443,6 +443,7 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
         return max(0, bisect.bisect_right(resets, cycle) - 1)
 
     completed = outputs = 0
+    last_output: int | None = None  # the cycle the last output transfer (or sample) happened
     for iface in task.outputs:
         if iface.sampled:
             samples = log.samples.get(iface.name, {})
@@ -450,6 +451,7 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
             pairs = []
             for e in exp:
                 cyc = cycles[e.transaction] + (iface.latency or 0)
+                last_output = cyc if last_output is None else max(cyc, last_output)
                 raw = samples.get(cyc)
                 obs = (Observed(cycle=cyc, values=_decode(iface, raw), raw=raw)
                        if raw is not None else None)
@@ -461,6 +463,9 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
                            stalled=o.stalled, raw=o.hex)
                   for o in log.outputs if o.iface == iface.name]
         outputs += len(events)
+        if events:
+            newest = max(o.cycle for o in events)
+            last_output = newest if last_output is None else max(last_output, newest)
         exp_by_seg: dict[int, list[Expected]] = defaultdict(list)
         obs_by_seg: dict[int, list[Observed]] = defaultdict(list)
         for x in exp_by[iface.name]:
@@ -472,6 +477,9 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
                                   id_field=task.matching.id_field)
             completed += judge.pairs(iface.name, pairs, latency=True, accepts=accepts)
     failed = judge.count > 0 or bool(violations)
+    if log.first_offer is not None and last_output is not None:  # the span area-time measures
+        metrics = {**metrics, "first_offer_cycle": log.first_offer,
+                   "last_output_cycle": last_output}
     coverage = Coverage(transactions=len(stim.transactions), completed=completed,
                         outputs=outputs, resets=len(resets), **goal_cov)
     message = ""

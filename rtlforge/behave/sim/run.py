@@ -66,6 +66,7 @@ class RunLog(_Frozen):
     resets: tuple[int, ...] = ()
     violations: tuple[LogEvent, ...] = ()
     watchdog: int | None = None
+    first_offer: int | None = None  # cycle the first input transaction was offered
     ended: bool = False
     cycles: int = 0
     truncated: bool = False
@@ -89,7 +90,7 @@ def parse_log(text: str, *, truncated: bool = False) -> RunLog:
     samples: dict[str, dict[int, str]] = {}
     resets: list[int] = []
     violations: list[LogEvent] = []
-    watchdog = None
+    watchdog = first_offer = None
     ended = False
     cycle = 0
     for line in text.splitlines():
@@ -112,13 +113,15 @@ def parse_log(text: str, *, truncated: bool = False) -> RunLog:
                 violations.append(LogEvent(cycle=cycle, iface=parts[2], kind=parts[3]))
             elif tag == "W":
                 watchdog = cycle
+            elif tag == "F" and first_offer is None:
+                first_offer = cycle
             elif tag == "E":
                 ended = True
         except ValueError:
             continue
     return RunLog(accepts=tuple(accepts), outputs=tuple(outputs), samples=samples,
                   resets=tuple(resets), violations=tuple(violations), watchdog=watchdog,
-                  ended=ended, cycles=cycle, truncated=truncated)
+                  first_offer=first_offer, ended=ended, cycles=cycle, truncated=truncated)
 
 
 def _design_files(candidate: Candidate, taken: set[str]) -> tuple[SourceFile, ...]:

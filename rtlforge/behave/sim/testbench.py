@@ -12,6 +12,7 @@ before the rising edge, the design updates on the rising edge. Log lines (``cycl
   cycles so far, which latency excludes);
 - ``C O <iface> <hex> <first> <stalls>``: an output transfer, first offered in cycle ``first``;
 - ``C S <iface> <hex>``: a per-cycle sample of a sampled output interface;
+- ``C F``: the first input transaction of the run is offered (the start of a workload);
 - ``C R``: a reset ended; ``C V <iface> <kind>``: a protocol-monitor violation;
 - ``C W``: the watchdog fired (no progress for the stall limit); ``C E``: the run ended.
 
@@ -201,7 +202,7 @@ module {TB_TOP};
   reg [{sw - 1}:0] bt_stim [0:{n - 1}];
   reg [{sw - 1}:0] bt_word = 0;
   reg bt_clk = 0, bt_offering = 0, bt_loaded = 0, bt_accepted = 0, bt_dead = 0;
-  reg bt_draining = 0, bt_in_reset = 0, bt_first_reset = 1;
+  reg bt_draining = 0, bt_in_reset = 0, bt_first_reset = 1, bt_started = 0;
   integer bt_fd, bt_cycle = 0, bt_ip = 0, bt_gap = 0, bt_stall = 0, bt_stalled = 0;
   integer bt_outstanding = 0, bt_nviol = 0;
 {chr(10).join(decl)}
@@ -266,6 +267,7 @@ module {TB_TOP};
 {chr(10).join(drive_data)}
 {chr(10).join(valid_on)}
           bt_offering = 1;
+          if (!bt_started) begin $fwrite(bt_fd, "%0d F\\n", bt_cycle); bt_started = 1; end
         end
       end
       bt_step;

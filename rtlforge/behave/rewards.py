@@ -1,0 +1,395 @@
+"""BEHAVE rewards: an RL policy's RTL or behaviour model, scored by BEHAVE-Sim against B*.
+
+Three rewards, registered by :mod:`rtlforge.behave.plugin` (so ``trl_reward("behave_rtl",
+tasks=DIR)`` and the GRPO trainer's ``reward: behave_rtl`` find them by name):
+
+- ``behave_rtl``: 1.0 when the completion's Verilog passes the task's golden model B* under
+  BEHAVE-Sim, 0.0 when it fails, does not compile or holds no Verilog.
+- ``behave_model``: the same for an agent's behaviour-DSL model B̂ (``check_model``); a model
+  that does not check or does not fit the interface scores 0.0, with the checker's line.
+- ``behave_coverage``: ``(pass + verified) / 2``, where ``pass`` is 1.0 or 0.0 as above and
+  ``verified`` is the share of the golden's branch goals (both outcomes of every branch) that
+  the golden hit on the transactions before the artifact's first failing one: every transaction
+  when it passes; none when the failure names no transaction (a monitor violation, an output no
+  input called for) or the artifact does not compile. A golden without branches counts
+  ``verified = pass``. So any pass scores at least 0.5 and any failure at most 0.5, and a
+  failure late in the stimulus, after the golden's branches were exercised, scores more than
+  one at the first transaction: partial credit that still ranks every pass above every failure.
+
+Unresolved is ``None``, never 0: an ``infra_error`` (sandbox, tool, a golden that does not load)
+or a wall-clock ``timeout`` says nothing about the artifact, and a zero would teach the policy
+it was wrong. A design that stops making progress is a watchdog ``fail`` (the design's fault).
+
+The task reaches the reward per sample: a ``behave_task`` column (a task directory or a loaded
+:class:`BehaveTask`), or a ``task_id`` column naming a task directory under the ``tasks`` option
+(what the TRL and verl adapters and the GRPO trainer pass). Each task, its golden model, the
+seeded stimulus and the golden's goal prefix are prepared once per reward instance, not per
+completion; identical artifacts in one batch are checked once, and RTL checks run on ``workers``
+threads (each is a sandboxed Icarus run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from rtlforge.behave.sim.check import BehaveResult, check_model, check_rtl
+from rtlforge.behave.sim.golden import (
+    GoldenUnavailable,
+    TaskModelError,
+    golden_model,
+    load_task_model,
+)
+from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus
+from rtlforge.behave.sim.task import TASK_FILE, BehaveTask, BehaveTaskError, load_behave_task
+from rtlforge.core.errors import ExtractionError
+from rtlforge.core.hookspecs import Register
+from rtlforge.core.interfaces import Reward
+from rtlforge.core.models import Candidate
+from rtlforge.generation.extract import extract_verilog
+from rtlforge.rewards.base import INFRA, NO_CODE, TASK_UNUSABLE, TIMEOUT, completion_text
+
+if TYPE_CHECKING:
+    from rtlforge.behave.model import BehaviorModel
+
+__all__ = ["BehaveCoverageReward", "BehaveModelReward", "BehaveRTLReward", "BehaveRewardDetail",
+           "extract_model_source", "register_rewards"]
+
+#: A behaviour model that does not check or does not fit the task's interface.
+MODEL_INVALID = "model_invalid"
+_TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)
+_THINK_END = re.compile(r"</think>", re.I)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_MODEL_CLASS = re.compile(r"^class\s+\w+\s*\(\s*Model\s*\)\s*:", re.M)
+_PY_LANGS = {"", "python", "py", "python3"}
+
+
+class BehaveRewardDetail(BaseModel):
+    """Why a completion got its reward; ``reward`` is what :meth:`score` returns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str | None
+    reward: float | None
+    verdict: str | None = None  # the BEHAVE-Sim verdict; None: never checked
+    flags: tuple[str, ...] = ()
+    reason: str | None = None
+    mismatches: int | None = None
+    goals_verified: int | None = None  # behave_coverage: golden goals reached before a failure
+    goals_total: int | None = None
+
+
+def extract_model_source(text: str) -> str:
+    """The behaviour-DSL model in LLM text: a ``class X(Model):`` in a Python (or untagged)
+    fence, else in the text itself; ``<answer>`` bodies and the text after ``</think>`` first,
+    as Verilog extraction does. Raises :class:`ExtractionError` when there is none."""
+    if not isinstance(text, str):
+        raise ExtractionError(f"completion must be text, not {type(text).__name__}")
+    answers = [m.group(1) for m in _ANSWER.finditer(text)]
+    ends = list(_THINK_END.finditer(text))
+    scopes = answers or ([text[ends[-1].end():]] if ends else [])
+    for scope in (*scopes, text):
+        fenced = [body for lang, body in _FENCE.findall(scope)
+                  if lang.lower() in _PY_LANGS and _MODEL_CLASS.search(body)]
+        if fenced:
+            return fenced[-1]  # the last model written is the answer
+        if "```" not in scope and _MODEL_CLASS.search(scope):
+            return scope
+    raise ExtractionError("no behaviour model (a `class Name(Model):` block) in the completion")
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Once-per-task facts: the task, its checked golden, the stimulus and the goal prefix."""
+
+    task: BehaveTask
+    golden: BehaviorModel | None
+    unusable: str | None  # why the task cannot score (its golden does not load)
+    stimulus: Stimulus | None
+    goals_before: tuple[int, ...] = ()  # [k]: distinct golden goals hit by transactions < k
+    goals_total: int = 0
+
+
+def _goal_prefix(task: BehaveTask, golden: BehaviorModel, stimulus: Stimulus,
+                 ) -> tuple[tuple[int, ...], int]:
+    """Distinct golden branch goals hit by the first k transactions, for every k.
+
+    Resets follow the checker's (:func:`~rtlforge.behave.sim.check.check_model`): before every
+    transaction marked ``reset`` but the first; coverage survives resets."""
+    from rtlforge.behave.sim.stimulus import input_values
+
+    instance = golden.instance()
+    instance.clear_coverage()
+    counts = [0]
+    for n, txn in enumerate(stimulus.transactions):
+        if txn.reset and n > 0:
+            instance.reset()
+        instance.process(input_values(task, txn))
+        counts.append(len(instance.hit_goals()))
+    return tuple(counts), 2 * len(golden.ir.branches)
+
+
+def _task_key(value: Any) -> tuple[str, str]:
+    if isinstance(value, BehaveTask):
+        digest = hashlib.sha256(value.model_dump_json().encode()).hexdigest()
+        return "task", f"{value.directory}:{digest}"
+    return "dir", str(Path(value).resolve())
+
+
+class _BehaveReward(Reward):
+    """Shared machinery: task resolution and caching, extraction, parallel checks, verdicts.
+
+    Options: ``tasks`` (a directory of task directories, or one task directory, for the
+    ``task_id`` column), the stimulus (``seed``, ``sequences``, ``transactions``: the issue's
+    baseline 50 x 100 by default, so the reward agrees with ``rtlforge behave check``),
+    ``timeout_s`` per tool run, ``workers`` parallel RTL checks, and ``runner`` (a sandbox
+    runner; by default one is made on first use and kept until :meth:`close`).
+    """
+
+    name: ClassVar[str]
+    artifact: ClassVar[Literal["rtl", "model"]] = "rtl"
+
+    def __init__(self, tasks: str | Path | None = None, *, seed: int = 0, sequences: int = 50,
+                 transactions: int = 100, timeout_s: float = 120.0, workers: int = 4,
+                 runner: Any = None) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        self.tasks = Path(tasks) if tasks is not None else None
+        self.stimulus_config = StimulusConfig(seed=seed, sequences=sequences,
+                                              transactions=transactions)
+        self.timeout_s = timeout_s
+        self.workers = workers
+        self._runner = runner
+        self._own_runner = runner is None
+        self._prepared: dict[tuple[str, str], _Prepared] = {}
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- resources
+
+    def runner(self) -> Any:
+        with self._lock:
+            if self._runner is None:
+                from rtlforge.sandbox.runner import SandboxRunner
+
+                self._runner = SandboxRunner()
+            return self._runner
+
+    def close(self) -> None:
+        """Stop the runner this reward made (one passed in belongs to the caller)."""
+        with self._lock:
+            if self._own_runner and self._runner is not None:
+                self._runner.close()
+                self._runner = None
+
+    # ---------------------------------------------------------------- tasks
+
+    def _task_dir(self, task_id: str) -> Path:
+        if self.tasks is None:
+            raise ValueError(f"{self.name}: a task_id column needs the `tasks` option (a "
+                             "directory of BEHAVE task directories), or pass a behave_task "
+                             "column")
+        if not _TASK_NAME.match(task_id):
+            raise BehaveTaskError(f"task id {task_id!r} is not a plain directory name")
+        if (self.tasks / TASK_FILE).is_file() and task_id in (self.tasks.name,
+                                                              self.tasks.resolve().name):
+            return self.tasks
+        return self.tasks / task_id
+
+    def prepare(self, task: BehaveTask | str | Path) -> _Prepared:
+        """The task (loaded when given as a directory), golden and stimulus, cached here.
+
+        A task that does not load raises :class:`BehaveTaskError` (the caller's configuration);
+        a golden that does not load makes the task unusable (its samples abstain)."""
+        key = _task_key(task)
+        with self._lock:
+            hit = self._prepared.get(key)
+        if hit is not None:
+            return hit
+        loaded = task if isinstance(task, BehaveTask) else load_behave_task(task)
+        try:
+            golden = golden_model(loaded)
+        except GoldenUnavailable as exc:
+            prepared = _Prepared(task=loaded, golden=None, stimulus=None,
+                                 unusable=f"the task's golden model does not load: {exc}")
+        else:
+            stimulus = generate_stimulus(loaded, self.stimulus_config)
+            try:
+                before, total = _goal_prefix(loaded, golden, stimulus)
+            except Exception as exc:  # noqa: BLE001 - the golden is the task's: never the artifact's
+                prepared = _Prepared(task=loaded, golden=None, stimulus=None,
+                                     unusable=f"the task's golden model failed: {exc!r}")
+            else:
+                prepared = _Prepared(task=loaded, golden=golden, unusable=None,
+                                     stimulus=stimulus, goals_before=before, goals_total=total)
+        with self._lock:
+            return self._prepared.setdefault(key, prepared)
+
+    def _resolve(self, n: int, columns: Mapping[str, Any]) -> list[_Prepared]:
+        given = columns.get("behave_task")
+        if given is None:
+            ids = columns.get("task_id")
+            if ids is None:
+                raise ValueError(f"{self.name} needs a per-sample behave_task column (a task "
+                                 "directory or BehaveTask) or a task_id column with `tasks`")
+            given = [self._task_dir(str(t)) for t in _per_sample(ids, n, "task_id")]
+        else:
+            given = _per_sample(given, n, "behave_task")
+        return [self.prepare(t) for t in given]
+
+    # ---------------------------------------------------------------- scoring
+
+    def score(self, prompts: Sequence[Any], completions: Sequence[Any],
+              **columns: Any) -> list[float | None]:
+        return [d.reward for d in self.score_detailed(prompts, completions, **columns)]
+
+    def score_detailed(self, prompts: Sequence[Any], completions: Sequence[Any],
+                       **columns: Any) -> list[BehaveRewardDetail]:
+        """One :class:`BehaveRewardDetail` per completion, in order."""
+        prepared = self._resolve(len(completions), columns)
+        jobs: dict[tuple[tuple[str, str], str], Callable[[], BehaveResult]] = {}
+        plan: list[tuple[_Prepared, Any]] = []
+        for prep, completion in zip(prepared, completions, strict=True):
+            if prep.unusable is not None:
+                plan.append((prep, None))
+                continue
+            try:
+                source = self._extract(completion_text(completion))
+            except (ExtractionError, TypeError) as exc:
+                plan.append((prep, exc))
+                continue
+            key = (_task_key(prep.task), source)
+            jobs.setdefault(key, lambda p=prep, s=source: self._check(p, s))
+            plan.append((prep, key))
+        results = self._run(jobs)
+        return [self._detail(prep, item, results) for prep, item in plan]
+
+    def _run(self, jobs: Mapping[Any, Callable[[], BehaveResult]]) -> dict[Any, BehaveResult]:
+        if self.artifact == "model" or self.workers == 1 or len(jobs) < 2:
+            return {key: job() for key, job in jobs.items()}  # models run in-process: no gain
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs)),
+                                thread_name_prefix="rtlforge-behave") as pool:
+            futures = {key: pool.submit(job) for key, job in jobs.items()}
+            return {key: future.result() for key, future in futures.items()}
+
+    def _extract(self, text: str) -> str:
+        return extract_verilog(text) if self.artifact == "rtl" else extract_model_source(text)
+
+    def _check(self, prep: _Prepared, source: str) -> BehaveResult:
+        assert prep.golden is not None and prep.stimulus is not None
+        if self.artifact == "rtl":
+            return check_rtl(prep.task, Candidate.from_source(source), runner=self.runner(),
+                             stimulus=prep.stimulus, golden=prep.golden.instance(),
+                             timeout_s=self.timeout_s)
+        try:
+            model = load_task_model(prep.task, source, name="completion")
+        except TaskModelError as exc:  # the artifact's fault: an error verdict, as the CLI's
+            return BehaveResult(verdict="error", artifact="model", metrics={MODEL_INVALID: 1},
+                                message=f"the model does not check: {exc}")
+        return check_model(prep.task, model, stimulus=prep.stimulus,
+                           golden=prep.golden.instance())
+
+    def _detail(self, prep: _Prepared, item: Any,
+                results: Mapping[Any, BehaveResult]) -> BehaveRewardDetail:
+        task_id = prep.task.id
+        if item is None:
+            return BehaveRewardDetail(task_id=task_id, reward=None, flags=(TASK_UNUSABLE,),
+                                      reason=prep.unusable)
+        if isinstance(item, Exception):
+            what = "Verilog" if self.artifact == "rtl" else "behaviour model"
+            return BehaveRewardDetail(task_id=task_id, reward=0.0, flags=(NO_CODE,),
+                                      reason=f"no {what} in the completion: {item}")
+        result = results[item]
+        base = {"task_id": task_id, "verdict": result.verdict, "mismatches": result.mismatches}
+        if result.verdict == "infra_error":
+            return BehaveRewardDetail(**base, reward=None, flags=(INFRA,),
+                                      reason=f"infrastructure failure: {result.message}")
+        if result.verdict == "timeout":
+            return BehaveRewardDetail(**base, reward=None, flags=(TIMEOUT,),
+                                      reason=f"a tool ran past its time limit: {result.message}")
+        flags = (MODEL_INVALID,) if result.metrics.get(MODEL_INVALID) else ()
+        reward, extra = self._reward(prep, result)
+        return BehaveRewardDetail(**base, **extra, reward=reward, flags=flags,
+                                  reason=_reason(result))
+
+    def _reward(self, prep: _Prepared, result: BehaveResult) -> tuple[float, dict[str, Any]]:
+        """The number for a resolved verdict (pass, fail, error), and detail fields."""
+        return (1.0 if result.verdict == "pass" else 0.0), {}
+
+
+def _reason(result: BehaveResult) -> str | None:
+    """One line on why an artifact did not pass (None when it did)."""
+    if result.verdict == "pass":
+        return None
+    if result.first_failure is not None:
+        return result.first_failure.describe().splitlines()[0]
+    return result.message.splitlines()[0] if result.message else result.verdict
+
+
+def _per_sample(values: Any, n: int, name: str) -> list[Any]:
+    if isinstance(values, str | Path | BehaveTask):
+        raise ValueError(f"column {name!r} must hold one value per completion, not one value")
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"column {name!r} has {len(values)} values for {n} completions")
+    return values
+
+
+class BehaveRTLReward(_BehaveReward):
+    """1.0 when the completion's RTL passes B* under BEHAVE-Sim, else 0.0; None: unresolved."""
+
+    name: ClassVar[str] = "behave_rtl"
+    artifact: ClassVar[Literal["rtl", "model"]] = "rtl"
+
+
+class BehaveModelReward(_BehaveReward):
+    """1.0 when the completion's behaviour model B̂ passes against B*, else 0.0 (a model that
+    does not check is 0.0 with the checker's reason); None: unresolved."""
+
+    name: ClassVar[str] = "behave_model"
+    artifact: ClassVar[Literal["rtl", "model"]] = "model"
+
+
+class BehaveCoverageReward(_BehaveReward):
+    """``(pass + share of B*'s branch goals reached before the first failing transaction) / 2``;
+    ``artifact`` says which kind the completion holds (``rtl`` or ``model``)."""
+
+    name: ClassVar[str] = "behave_coverage"
+
+    def __init__(self, tasks: str | Path | None = None, *,
+                 artifact: Literal["rtl", "model"] = "rtl", **options: Any) -> None:
+        super().__init__(tasks, **options)
+        if artifact not in ("rtl", "model"):
+            raise ValueError(f"artifact must be 'rtl' or 'model', not {artifact!r}")
+        self.artifact = artifact  # type: ignore[misc]  # per instance: which extractor and check
+
+    def _reward(self, prep: _Prepared, result: BehaveResult) -> tuple[float, dict[str, Any]]:
+        n = len(prep.goals_before) - 1
+        if result.verdict == "pass":
+            verified = prep.goals_before[n]
+        elif result.first_failure is not None and result.first_failure.transaction is not None:
+            verified = prep.goals_before[min(result.first_failure.transaction, n)]
+        else:
+            verified = 0
+        total = prep.goals_total
+        share = verified / total if total else float(result.verdict == "pass")
+        value = (float(result.verdict == "pass") + share) / 2
+        return value, {"goals_verified": verified, "goals_total": total}
+
+
+REWARDS: tuple[type[_BehaveReward], ...] = (BehaveRTLReward, BehaveModelReward,
+                                            BehaveCoverageReward)
+
+
+def register_rewards(register: Register) -> None:
+    """Called by the ``register_rewards`` hook of :mod:`rtlforge.behave.plugin`."""
+    for reward in REWARDS:
+        register(reward)
