@@ -1,7 +1,7 @@
 # model: accum_valid (the golden behaviour model B*: behaviour DSL, checked and interpreted)
 from rtlforge.behave.model.dsl import *
 
-WIDTH = 10
+WIDTH = 9
 
 
 class PacketSum(Record):
@@ -10,7 +10,7 @@ class PacketSum(Record):
 
 class AccumValid(Model):
     """One transaction per valid sample; the sample flagged `in_last` closes the packet and
-    emits its sum, wrapped to 10-bit two's complement. The other samples emit nothing."""
+    emits its sum, wrapped to 9-bit two's complement. The other samples emit nothing."""
 
     acc: SInt[WIDTH]
 
