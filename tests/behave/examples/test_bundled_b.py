@@ -14,7 +14,7 @@ import pytest
 
 from rtlforge.behave.sim.check import check_rtl
 from rtlforge.behave.sim.golden import golden_instance
-from rtlforge.behave.sim.stimulus import StimulusConfig
+from rtlforge.behave.sim.stimulus import BACKPRESSURE_CYCLES, Stimulus, StimulusConfig, Transaction
 from rtlforge.behave.sim.task import load_behave_task
 from rtlforge.core.models import Candidate
 
@@ -59,8 +59,10 @@ def test_accumulator_model_sums_packets_with_sign_and_wrap() -> None:
 
     assert packet([10, -3, 5]) == [{}, {}, {"out_sum": 12}]
     assert packet([-1]) == [{"out_sum": -1}]
-    assert packet([127] * 5)[-1] == {"out_sum": 635 - 1024}  # wraps to -389
-    assert packet([-128] * 5)[-1] == {"out_sum": -640 + 1024}  # wraps to 384
+    assert packet([127] * 3)[-1] == {"out_sum": 381 - 512}  # wraps (9 bits) to -131
+    assert packet([-128] * 3)[-1] == {"out_sum": -384 + 512}  # wraps to 128
+    assert packet([127, 127, 2]) == [{}, {}, {"out_sum": 256 - 512}]  # one past the top
+    assert packet([-128, -128, 127]) == [{}, {}, {"out_sum": -129}]  # back in range
     assert packet([100, 100]) == [{}, {"out_sum": 200}]  # the earlier packets left nothing
     model.process({"in_data": 50, "in_last": False})
     model.reset()  # a reset drops the open packet
@@ -82,8 +84,10 @@ def test_matvec_model_by_hand() -> None:
     x = (1, -1, 2, -128)
     # row 0: 1 - 2 + 6 - 512; row 1: -1 + 2; rows 2, 3: 127 and -128 times (1 - 1 + 2 - 128)
     assert _run("matvec", [{"m": m, "x": x}]) == [{"y": (-507, 1, -16002, 16128)}]
-    corner = _run("matvec", [{"m": (-128,) * 16, "x": (-128,) * 4}])
-    assert corner == [{"y": (65536,) * 4}]
+    corner = _run("matvec", [{"m": (-128,) * 16, "x": (-128,) * 4},
+                             {"m": (127,) * 16, "x": (127,) * 4}])
+    assert corner == [{"y": (65536 - 2**17,) * 4},  # the one sum that wraps in 17 bits
+                      {"y": (4 * 127 * 127,) * 4}]
 
 
 def _uart_frame(bits: list[int]) -> list[dict]:
@@ -124,6 +128,7 @@ DESIGNS = [
     ("sorter", "wrong_network.v", False),
     ("accum_valid", "golden.v", True),
     ("accum_valid", "wrong_unsigned.v", False),
+    ("accum_valid", "wrong_saturate.v", False),  # differs only on packets that overflow
     ("rv_pipe", "golden.v", True),  # three elastic stages
     ("rv_pipe", "single.v", True),  # one register
     ("rv_pipe", "wrong_overwrite.v", False),
@@ -165,3 +170,22 @@ def test_bundled_design_verdict(runner, task: str, design: str, passes: bool) ->
         assert result.verdict == "fail", result.message
         assert result.mismatches > 0 and result.first_failure is not None
         assert result.first_failure.kind in ("value", "missing")
+
+
+@pytest.mark.tools
+@pytest.mark.requires_tools("iverilog", "vvp")
+@pytest.mark.parametrize("design", ["golden.v", "serial.v"])
+def test_matvec_wrapping_corner_on_rtl(runner, design: str) -> None:
+    """The one sum that wraps in 17 bits (every factor -128) is never drawn at random: drive it
+    directly, beside the hand-computed product, into both architectures."""
+    hand = (1, 2, 3, 4, -1, 0, 1, 0, 127, 127, 127, 127, -128, -128, -128, -128)
+    txns = [Transaction(inputs={"m": (-128,) * 16, "x": x}, reset=n == 0)
+            for n, x in enumerate([(-128,) * 4, (1, 1, 1, 1), (-128,) * 4])]
+    txns.append(Transaction(inputs={"m": hand, "x": (1, -1, 2, -128)}, reset=True))
+    stimulus = Stimulus(transactions=tuple(txns),
+                        backpressure={"out": (True, False) * (BACKPRESSURE_CYCLES // 2)})
+    result = check_rtl(load_behave_task(EXAMPLES / "matvec"),
+                       Candidate.from_file(EXAMPLES / "matvec" / design), runner=runner,
+                       stimulus=stimulus)
+    assert result.verdict == "pass", result.message
+    assert result.coverage.completed == 4
