@@ -43,7 +43,7 @@ from rtlforge.core.models import Candidate
 
 __all__ = ["DirectedSequence", "GoalCounts", "GuidedConfig", "GuidedResult", "GuidedSearch",
            "QueryOutcome", "directed_search", "fail_goal_name", "guided_check_model",
-           "guided_check_rtl", "model_goals_hit"]
+           "guided_check_rtl", "model_goals_hit", "stimulus_with"]
 
 QueryStatus = Literal["hit", "unreachable", "timeout", "unsupported", "discarded",
                       "outside_domain", "skipped"]
@@ -323,7 +323,7 @@ def directed_search(task: BehaveTask, model: BehaviorModel, *, source: Source,
 # ------------------------------------------------------------------------------ the checks
 
 
-def _append(stimulus: Stimulus, sequences: Sequence[DirectedSequence]) -> Stimulus:
+def stimulus_with(stimulus: Stimulus, sequences: Sequence[DirectedSequence]) -> Stimulus:
     """``stimulus`` with each sequence appended after a reset (no gaps)."""
     txns = list(stimulus.transactions)
     seq = max((t.sequence for t in txns), default=-1) + 1
@@ -425,7 +425,7 @@ def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
     result = baseline
     final_stim = stim
     if added:
-        final_stim = _append(stim, added)
+        final_stim = stimulus_with(stim, added)
         result = check_rtl(task, candidate, stimulus=final_stim, golden=gold.instance(),
                            **check_kw)
     branches1, fails1, _ = model_goals_hit(task, gold, final_stim)
@@ -479,7 +479,7 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
             deadline=deadline)
         added = [_with_tail(gold, s, config.tail) for s in found]
         if not refused.startswith("unavailable"):
-            with_ref = _append(stim, added)
+            with_ref = stimulus_with(stim, added)
             a_mid = model_goals_hit(task, model, with_ref)[:2]
             own, found_own, refused_own = directed_search(
                 task, model, source="artifact", branches_hit=a_mid[0], fails_hit=a_mid[1],
@@ -497,7 +497,7 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
     result = baseline
     final_stim = stim
     if added:
-        final_stim = _append(stim, added)
+        final_stim = stimulus_with(stim, added)
         result = check_model(task, model, stimulus=final_stim, golden=gold.instance())
     g1 = model_goals_hit(task, gold, final_stim)[:2]
     a1 = model_goals_hit(task, model, final_stim)[:2]

@@ -3,6 +3,7 @@ check (reference-directed on B*, self-directed on B̂), with refusal, budget and
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,78 +26,23 @@ pytest.importorskip("z3")
 
 SMALL = StimulusConfig(sequences=5, transactions=40)
 
-LOCK_TOML = """
-id = "lock"
-top = "lock"
-golden = "golden.py"
-clock = "clk"
-
-[reset]
-signal = "rst"
-active = "high"
-
-[[interfaces]]
-name = "in"
-direction = "input"
-protocol = "per_cycle"
-endpoints = [{ name = "code", type = "uint16" }]
-
-[[interfaces]]
-name = "out"
-direction = "output"
-protocol = "per_cycle"
-endpoints = [{ name = "open", type = "bool" }, { name = "armed", type = "bool" }]
-"""
-
+LOCK = Path(__file__).resolve().parents[3] / "examples" / "behave" / "magic_lock"
 # 0x1234 arms the lock, 0xBEEF right after opens it: one random 16-bit code in 65536 arms it,
 # so random stimulus of a few hundred transactions essentially never opens it.
-LOCK_GOLDEN = """
-from rtlforge.behave.model.dsl import *
+LOCK_GOLDEN = (LOCK / "golden.py").read_text()
+LOCK_RTL = (LOCK / "golden.v").read_text()
+LOCK_STUCK = (LOCK / "wrong_stuck.v").read_text()  # never opens: wrong only when armed + 0xBEEF
 
 
-class LockOut(Record):
-    open: Bool
-    armed: Bool
-
-
-class Lock(Model):
-    armed: Bool
-
-    def reset(self):
-        self.armed = False
-
-    def process(self, code: UInt[16]) -> LockOut:
-        visible = self.armed
-        opened = False
-        if code == 0x1234:
-            self.armed = True
-        elif self.armed and code == 0xBEEF:
-            opened = True
-            self.armed = False
-        else:
-            self.armed = False
-        return LockOut(open=opened, armed=visible)
-"""
-
-LOCK_RTL = """
-module lock(input clk, input rst, input [15:0] code, output open, output reg armed);
-  assign open = armed && code == 16'hBEEF;
-  always @(posedge clk)
-    if (rst) armed <= 1'b0;
-    else armed <= code == 16'h1234;
-endmodule
-"""
-
-# wrong only when the lock is armed and 0xBEEF comes: never opens
-LOCK_STUCK = LOCK_RTL.replace("assign open = armed && code == 16'hBEEF;", "assign open = 1'b0;")
+def _task_with_golden(directory: Path, golden: str):
+    shutil.copytree(LOCK, directory, dirs_exist_ok=True)
+    (directory / "golden.py").write_text(golden)
+    return load_behave_task(directory)
 
 
 @pytest.fixture(scope="module")
-def lock_task(tmp_path_factory: pytest.TempPathFactory):
-    d: Path = tmp_path_factory.mktemp("lock")
-    (d / "behave.toml").write_text(LOCK_TOML)
-    (d / "golden.py").write_text(LOCK_GOLDEN)
-    return load_behave_task(d)
+def lock_task():
+    return load_behave_task(LOCK)
 
 
 def _lines(source: str) -> dict[str, int]:
@@ -262,9 +208,7 @@ def test_fail_sites_are_goals(tmp_path: Path) -> None:
         else:
             self.armed = False
 """)
-    (tmp_path / "behave.toml").write_text(LOCK_TOML)
-    (tmp_path / "golden.py").write_text(golden)
-    task = load_behave_task(tmp_path)
+    task = _task_with_golden(tmp_path, golden)
     model = load_task_model(task, golden, name="same")
     out = guided_check_model(task, model, stimulus=SMALL, config=GuidedConfig(budget_s=10.0))
     line = next(n for n, t in enumerate(golden.splitlines(), 1) if "fail(" in t)
