@@ -242,7 +242,7 @@ def _rtl_coverage(task: Any, candidate: Any, config: Any, outcome: Any, timeout:
 
     stim = generate_stimulus(task, config)
     if outcome is not None:
-        stim = stimulus_with(stim, outcome.search.sequences)
+        stim = stimulus_with(stim, outcome.search.sequences, reset=task.reset is not None)
     try:
         with SandboxRunner() as runner:
             return rtl_coverage(task, candidate, stim, runner, timeout_s=max(timeout, 600.0))

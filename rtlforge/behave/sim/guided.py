@@ -323,13 +323,15 @@ def directed_search(task: BehaveTask, model: BehaviorModel, *, source: Source,
 # ------------------------------------------------------------------------------ the checks
 
 
-def stimulus_with(stimulus: Stimulus, sequences: Sequence[DirectedSequence]) -> Stimulus:
-    """``stimulus`` with each sequence appended after a reset (no gaps)."""
+def stimulus_with(stimulus: Stimulus, sequences: Sequence[DirectedSequence], *,
+                  reset: bool = True) -> Stimulus:
+    """``stimulus`` with each sequence appended after a reset (no gaps). ``reset=False`` (a
+    task without a reset whose models keep no state) appends them as they are."""
     txns = list(stimulus.transactions)
     seq = max((t.sequence for t in txns), default=-1) + 1
     for s in sequences:
         for k, inputs in enumerate(s.inputs):
-            txns.append(Transaction(inputs=dict(inputs), reset=k == 0 or not txns,
+            txns.append(Transaction(inputs=dict(inputs), reset=(reset and k == 0) or not txns,
                                     sequence=seq))
         seq += 1
     return stimulus.model_copy(update={"transactions": tuple(txns)})
@@ -371,6 +373,16 @@ def _golden_report(model: BehaviorModel, hit: set[tuple[int, bool]],
                       steps=config.steps, solver=solver)
 
 
+def _no_reset(task: BehaveTask, *models: BehaviorModel) -> str:
+    """Why directed sequences cannot be appended ("" when they can): a sequence starts from
+    reset, so a task without a reset qualifies only if every model involved keeps no state
+    (then every transaction starts from the same state anyway)."""
+    if task.reset is None and any(m.ir.state for m in models):
+        return "the task declares no reset and a model keeps state: a directed sequence " \
+               "cannot start from reset"
+    return ""
+
+
 def _stim(task: BehaveTask, stimulus: Stimulus | StimulusConfig | None, seed: int) -> Stimulus:
     if isinstance(stimulus, Stimulus):
         return stimulus
@@ -385,7 +397,7 @@ def _solver_state(refused: str, budget_s: float) -> Literal["z3", "off", "unavai
         return "unavailable"
     if refused.startswith("unsupported"):
         return "unsupported"
-    return "z3"
+    return "off" if refused else "z3"
 
 
 def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
@@ -414,10 +426,8 @@ def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
     branches0, fails0, _ = model_goals_hit(task, gold, stim)
     outcomes: list[QueryOutcome] = []
     added: list[DirectedSequence] = []
-    refused = ""
-    if task.reset is None:
-        refused = "the task declares no reset: a directed sequence cannot start from reset"
-    elif config.budget_s > 0:
+    refused = _no_reset(task, gold)
+    if not refused and config.budget_s > 0:
         outcomes, found, refused = directed_search(
             task, gold, source="golden", branches_hit=branches0, fails_hit=fails0,
             config=config, deadline=start + config.budget_s)
@@ -425,7 +435,7 @@ def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
     result = baseline
     final_stim = stim
     if added:
-        final_stim = stimulus_with(stim, added)
+        final_stim = stimulus_with(stim, added, reset=task.reset is not None)
         result = check_rtl(task, candidate, stimulus=final_stim, golden=gold.instance(),
                            **check_kw)
     branches1, fails1, _ = model_goals_hit(task, gold, final_stim)
@@ -470,16 +480,14 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
     a0 = model_goals_hit(task, model, stim)[:2]
     outcomes: list[QueryOutcome] = []
     added: list[DirectedSequence] = []
-    refused = ""
-    if task.reset is None:
-        refused = "the task declares no reset: a directed sequence cannot start from reset"
-    elif config.budget_s > 0:
+    refused = _no_reset(task, gold, model)
+    if not refused and config.budget_s > 0:
         outcomes, found, refused = directed_search(
             task, gold, source="golden", branches_hit=g0[0], fails_hit=g0[1], config=config,
             deadline=deadline)
         added = [_with_tail(gold, s, config.tail) for s in found]
         if not refused.startswith("unavailable"):
-            with_ref = stimulus_with(stim, added)
+            with_ref = stimulus_with(stim, added, reset=task.reset is not None)
             a_mid = model_goals_hit(task, model, with_ref)[:2]
             own, found_own, refused_own = directed_search(
                 task, model, source="artifact", branches_hit=a_mid[0], fails_hit=a_mid[1],
@@ -497,7 +505,7 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
     result = baseline
     final_stim = stim
     if added:
-        final_stim = stimulus_with(stim, added)
+        final_stim = stimulus_with(stim, added, reset=task.reset is not None)
         result = check_model(task, model, stimulus=final_stim, golden=gold.instance())
     g1 = model_goals_hit(task, gold, final_stim)[:2]
     a1 = model_goals_hit(task, model, final_stim)[:2]

@@ -236,3 +236,70 @@ def test_zero_budget_turns_the_search_off(lock_task) -> None:
     out = guided_check_model(lock_task, model, stimulus=SMALL, config=GuidedConfig(budget_s=0))
     assert out.search.solver == "off" and out.search.queries == ()
     assert out.result == out.baseline
+
+
+COMB_TOML = """
+id = "magic"
+top = "magic"
+golden = "golden.py"
+
+[[interfaces]]
+name = "in"
+direction = "input"
+protocol = "combinational"
+endpoints = [{ name = "a", type = "uint16" }]
+
+[[interfaces]]
+name = "out"
+direction = "output"
+protocol = "combinational"
+endpoints = [{ name = "y", type = "bool" }]
+"""
+
+COMB_GOLDEN = """
+from rtlforge.behave.model.dsl import *
+
+
+class Out(Record):
+    y: Bool
+
+
+class Magic(Model):
+    def reset(self):
+        pass
+
+    def process(self, a: UInt[16]) -> Out:
+        if a == 0xC0DE:
+            return Out(y=True)
+        return Out(y=False)
+"""
+
+
+@pytest.mark.tools
+@pytest.mark.requires_tools("iverilog", "vvp")
+def test_stateless_task_without_reset_gets_directed_transactions(tmp_path: Path,
+                                                                  runner) -> None:
+    (tmp_path / "behave.toml").write_text(COMB_TOML)
+    (tmp_path / "golden.py").write_text(COMB_GOLDEN)
+    task = load_behave_task(tmp_path)
+    wrong = Candidate(files=(SourceFile(name="magic.v", content=(
+        "module magic(input [15:0] a, output y);\n  assign y = 1'b0;\nendmodule\n")),))
+    out = guided_check_rtl(task, wrong, stimulus=SMALL, runner=runner,
+                           config=GuidedConfig(budget_s=10.0))
+    assert out.baseline.verdict == "pass" and out.result.verdict == "fail"
+    assert out.result.first_failure is not None
+    assert out.result.first_failure.inputs == {"a": 0xC0DE}
+
+
+def test_stateful_task_without_reset_refuses(tmp_path: Path) -> None:
+    (tmp_path / "behave.toml").write_text(COMB_TOML.replace('"combinational"', '"per_cycle"')
+                                          .replace('golden = "golden.py"',
+                                                   'golden = "golden.py"\nclock = "clk"'))
+    stateful = COMB_GOLDEN.replace("    def reset(self):\n        pass",
+                                   "    n: UInt[1]\n\n    def reset(self):\n        self.n = 0")
+    (tmp_path / "golden.py").write_text(stateful)
+    task = load_behave_task(tmp_path)
+    model = load_task_model(task, stateful, name="same")
+    out = guided_check_model(task, model, stimulus=SMALL, config=GuidedConfig(budget_s=10.0))
+    assert out.search.solver == "off" and "no reset" in out.search.refused
+    assert out.result == out.baseline
