@@ -264,16 +264,17 @@ def _solve(model: BehaviorModel, condition: Callable[[Any], Any],
                                         "from reset reaches it", []
 
 
-def directed_search(task: BehaveTask, model: BehaviorModel, *, source: Source,
+def directed_search(task: BehaveTask | None, model: BehaviorModel, *, source: Source,
                     branches_hit: set[tuple[int, bool]], fails_hit: set[int],
                     config: GuidedConfig, deadline: float,
                     ) -> tuple[list[QueryOutcome], list[DirectedSequence], str]:
     """Solve for every goal of ``model`` not yet hit (branch outcomes in source order, then
     ``fail()`` sites) until ``deadline``. Returns the outcomes, the replayed sequences and a
-    refusal reason ("" unless the symbolic part refused or z3 is missing)."""
+    refusal reason ("" unless the symbolic part refused or z3 is missing). Without a task
+    (a bare model) no input is held constant."""
     from rtlforge.behave.model import z3enc
 
-    hold = [e.name for i in task.static_inputs for e in i.endpoints]
+    hold = [e.name for i in task.static_inputs for e in i.endpoints] if task else []
     goals: list[tuple[str, GoalKind, Callable[[Any], Any], Callable[[Instance, Any], bool],
                       bool]] = []
     for g in model.goals():
