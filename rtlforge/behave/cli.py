@@ -115,6 +115,8 @@ def _print_guided(guided: Any) -> None:
     if search.refused:
         click.echo(f"    refused: {search.refused}")
     for key, c in guided.by_kind.items():
+        if not c.total:
+            continue
         click.echo(f"    {key}: {c.hit}/{c.total} hit (baseline {c.baseline_hit}), "
                    f"{c.bounded_unreachable} unreachable within {search.steps}, "
                    f"{c.unresolved} unresolved")
@@ -145,6 +147,10 @@ def _print(result: Any, goals: Any) -> None:
         click.echo(line)
         for name in goals.unresolved:
             click.echo(f"    unresolved: {name}")
+    for m in cov.monitors:
+        click.echo(f"  monitors on {m.interface}: data-stable and valid-held checked "
+                   f"{m.unstable} times ({m.stalls} of {m.transfers} transfers stalled), "
+                   f"X on data checked {m.x_data} times")
     for v in result.violations:
         click.echo(f"- [{v.kind}] {v.interface} at cycle {v.cycle}: {v.message}")
     if result.first_failure is not None:

@@ -110,7 +110,7 @@ class GuidedSearch(_Frozen):
 
     solver: Literal["z3", "off", "unavailable", "unsupported"] = "z3"
     budget_s: float = 0.0
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0  # the search itself (not the simulation of what it added)
     steps: int = 0
     queries: tuple[QueryOutcome, ...] = ()
     sequences: tuple[DirectedSequence, ...] = ()
@@ -433,6 +433,7 @@ def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
             task, gold, source="golden", branches_hit=branches0, fails_hit=fails0,
             config=config, deadline=start + config.budget_s)
         added = [_with_tail(gold, s, config.tail) for s in found if s.kind == "branch"]
+    elapsed = time.monotonic() - start
     result = baseline
     final_stim = stim
     if added:
@@ -444,7 +445,7 @@ def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
                if fail_goal_name(gold, s.id) in {q.goal for q in outcomes if q.status == "hit"}}
     solver = _solver_state(refused, config.budget_s)
     search = GuidedSearch(solver=solver, budget_s=config.budget_s,
-                          elapsed_s=round(time.monotonic() - start, 4), steps=config.steps,
+                          elapsed_s=round(elapsed, 4), steps=config.steps,
                           queries=tuple(outcomes), sequences=tuple(added), refused=refused)
     by_kind = {f"golden.{k}": v for k, v in _counts(gold, (branches0, fails0),
                                                      (branches1, fails1), outcomes,
@@ -503,6 +504,7 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
                 outcomes.append(q)
             added += [_with_tail(gold, s, config.tail) for s in found_own]
             refused = refused or refused_own
+    elapsed = time.monotonic() - start
     result = baseline
     final_stim = stim
     if added:
@@ -512,7 +514,7 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
     a1 = model_goals_hit(task, model, final_stim)[:2]
     solver = _solver_state(refused, config.budget_s)
     search = GuidedSearch(solver=solver, budget_s=config.budget_s,
-                          elapsed_s=round(time.monotonic() - start, 4), steps=config.steps,
+                          elapsed_s=round(elapsed, 4), steps=config.steps,
                           queries=tuple(outcomes), sequences=tuple(added), refused=refused)
     ref = [q for q in outcomes if q.source == "golden"]
     own_q = [q for q in outcomes if q.source == "artifact"]
