@@ -46,7 +46,7 @@ __all__ = ["DirectedSequence", "GoalCounts", "GuidedConfig", "GuidedResult", "Gu
            "guided_check_rtl", "model_goals_hit", "stimulus_with"]
 
 QueryStatus = Literal["hit", "unreachable", "timeout", "unsupported", "discarded",
-                      "outside_domain", "skipped"]
+                      "outside_domain", "skipped", "error"]
 GoalKind = Literal["branch", "fail"]
 Source = Literal["golden", "artifact"]
 
@@ -73,7 +73,8 @@ class QueryOutcome(_Frozen):
     cap; ``unsupported``: the model is outside the encoding; ``discarded``: the answer did not
     replay (a solver/encoding bug, never counted); ``outside_domain``: a self-directed sequence
     on which the golden declares a failure (not a valid input for the task); ``skipped``: the
-    budget ran out before the goal's turn."""
+    budget ran out before the goal's turn; ``error``: the solver itself failed on this model
+    (the search stops for it, the concrete verdict stands)."""
 
     goal: str
     kind: GoalKind
@@ -108,7 +109,7 @@ class GoalCounts(_Frozen):
 class GuidedSearch(_Frozen):
     """What the search did: each query, the sequences it added, the time it took."""
 
-    solver: Literal["z3", "off", "unavailable", "unsupported"] = "z3"
+    solver: Literal["z3", "off", "unavailable", "unsupported", "error"] = "z3"
     budget_s: float = 0.0
     elapsed_s: float = 0.0  # the search itself (not the simulation of what it added)
     steps: int = 0
@@ -297,7 +298,7 @@ def directed_search(task: BehaveTask | None, model: BehaviorModel, *, source: So
     for name, kind, condition, reached, last_ok in goals:
         if refused or time.monotonic() >= deadline:
             status: QueryStatus = "unsupported" if refused.startswith("unsupported") \
-                else "skipped"
+                else "error" if refused.startswith("error") else "skipped"
             outcomes.append(QueryOutcome(goal=name, kind=kind, source=source, status=status,
                                          reason=refused or "the search budget ran out"))
             continue
@@ -312,6 +313,13 @@ def directed_search(task: BehaveTask | None, model: BehaviorModel, *, source: So
             continue
         except z3enc.Z3Unavailable as exc:
             return outcomes, sequences, f"unavailable: {exc}"
+        except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError, z3 errors
+            # an untrusted model must not turn a solver failure into a crash of the check:
+            # the symbolic part stops for this model, the concrete verdict stands
+            refused = f"error: the solver failed on {name}: {exc!r}"[:500]
+            outcomes.append(QueryOutcome(goal=name, kind=kind, source=source, status="error",
+                                         reason=refused))
+            continue
         outcomes.append(QueryOutcome(goal=name, kind=kind, source=source, status=status,
                                      steps=steps, query_ms=tuple(round(t, 3) for t in times),
                                      reason=reason))
@@ -391,13 +399,12 @@ def _stim(task: BehaveTask, stimulus: Stimulus | StimulusConfig | None, seed: in
 
 
 def _solver_state(refused: str, budget_s: float) -> Literal["z3", "off", "unavailable",
-                                                            "unsupported"]:
+                                                            "unsupported", "error"]:
     if budget_s <= 0:
         return "off"
-    if refused.startswith("unavailable"):
-        return "unavailable"
-    if refused.startswith("unsupported"):
-        return "unsupported"
+    for state in ("unavailable", "unsupported", "error"):
+        if refused.startswith(state):
+            return state  # type: ignore[return-value]
     return "off" if refused else "z3"
 
 

@@ -345,3 +345,18 @@ def test_directed_sequences_on_ready_valid_keep_valid_designs_passing(tmp_path: 
     assert q.steps == 3  # hand-derived: seen == 2 only before the third input after reset
     assert out.baseline.verdict == out.result.verdict == "pass", out.result.message
     assert out.result.coverage.transactions > out.baseline.coverage.transactions
+
+
+def test_a_solver_crash_stops_the_search_and_keeps_the_verdict(lock_task, monkeypatch) -> None:
+    from rtlforge.behave.model import z3enc
+
+    def boom(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(z3enc, "encode_step", boom)
+    model = load_task_model(lock_task, BACKDOOR, name="backdoor")
+    out = guided_check_model(lock_task, model, stimulus=SMALL,
+                             config=GuidedConfig(budget_s=10.0))
+    assert out.search.solver == "error" and "RecursionError" in out.search.refused
+    assert {q.status for q in out.search.queries} == {"error"}
+    assert out.result == out.baseline and out.result.verdict == "pass"
