@@ -191,41 +191,79 @@ def _equal(z3: Any, a: Any, b: Any) -> Any:
     return a == b
 
 
-def _solve(model: BehaviorModel, condition: Callable[[Any], Any],
+class _Unrolling:
+    """The model unrolled from its reset state, one encoded transaction at a time, shared by
+    every goal's queries: encoding a step costs far more than a query (measured here: tens to
+    hundreds of ms per step against a few ms per query), so it is done once per model, not
+    once per goal. ``hold`` inputs are constrained equal in every transaction."""
+
+    def __init__(self, model: BehaviorModel, hold: Sequence[str]) -> None:
+        from rtlforge.behave.model import z3enc
+
+        try:
+            import z3
+        except ImportError as exc:
+            raise z3enc.Z3Unavailable("the Z3 solver is not installed: install the "
+                                      "`z3-solver` package to use goal-guided stimulus"
+                                      ) from exc
+        self.z3, self.z3enc, self.model, self.hold = z3, z3enc, model, list(hold)
+        self.solver = z3.Solver()
+        ports = model.state_fields
+        self.state = {n: _port_const(z3, ports[n], v)
+                      for n, v in model.instance().state().items()}
+        self.inputs: list[dict[str, Any]] = []
+        self.steps: list[Any] = []  # StepEncoding per transaction
+
+    def step(self, k: int) -> Any:
+        """Transaction ``k``'s encoding (0-based), encoding the ones before it as needed."""
+        while len(self.steps) <= k:
+            n = len(self.steps)
+            ins = self.z3enc.input_vars(self.model, prefix=f"t{n}_")
+            for c in self.z3enc.domain_constraints(self.model, ins, self.model.ir.inputs):
+                self.solver.add(c)
+            if self.inputs:
+                for name in self.hold:
+                    self.solver.add(_equal(self.z3, ins[name], self.inputs[0][name]))
+            enc = self.z3enc.encode_step(self.model, self.state, ins)  # Unsupported propagates
+            self.inputs.append(ins)
+            self.steps.append(enc)
+            self.state = enc.next_state
+        return self.steps[k]
+
+    def values(self, m: Any, length: int) -> list[dict[str, Value]]:
+        """The inputs of the first ``length`` transactions in the solver's model ``m``."""
+        out = []
+        for ins in self.inputs[:length]:
+            values: dict[str, Value] = {}
+            for name, port in self.model.inputs.items():
+                if isinstance(port, ArrayType):
+                    values[name] = tuple(_port_value(self.z3, m, t, port.element)
+                                         for t in ins[name])
+                else:
+                    values[name] = _port_value(self.z3, m, ins[name], port)
+            out.append(values)
+        return out
+
+
+def _solve(unrolled: _Unrolling, condition: Callable[[Any], Any],
            reached: Callable[[Instance, Any], bool], *, steps: int, timeout_ms: int,
-           hold: Sequence[str], last_ok: bool, deadline: float) -> tuple[QueryStatus, int,
-                                                                        list[float], str,
-                                                                        list[dict[str, Value]]]:
+           last_ok: bool, deadline: float) -> tuple[QueryStatus, int, list[float], str,
+                                                    list[dict[str, Value]]]:
     """Shortest sequence (≤ ``steps``, from reset) whose last transaction meets ``condition``
     (a function of the step's encoding); earlier ones (and the last, with ``last_ok``) do not
-    fail; ``hold`` inputs equal in every transaction. Replayed before it counts."""
-    from rtlforge.behave.model import z3enc
-
-    try:
-        import z3
-    except ImportError as exc:
-        raise z3enc.Z3Unavailable("the Z3 solver is not installed: install the `z3-solver` "
-                                  "package to use goal-guided stimulus") from exc
-    ports = model.inputs
-    start = model.instance()
-    state_ports = model.state_fields
-    current = {n: _port_const(z3, state_ports[n], v) for n, v in start.state().items()}
-    solver = z3.Solver()
+    fail. Replayed on the interpreter before it counts."""
+    z3, solver = unrolled.z3, unrolled.solver
     times: list[float] = []
-    step_inputs: list[dict[str, Any]] = []
     for k in range(steps):
+        if time.monotonic() >= deadline:
+            return "timeout", k, times, "the search budget ran out", []
+        enc = unrolled.step(k)
         left_ms = int((deadline - time.monotonic()) * 1000)
         if left_ms <= 0:
             return "timeout", k, times, "the search budget ran out", []
-        ins = z3enc.input_vars(model, prefix=f"t{k}_")
-        for c in z3enc.domain_constraints(model, ins, model.ir.inputs):
-            solver.add(c)
-        if step_inputs:
-            for name in hold:
-                solver.add(_equal(z3, ins[name], step_inputs[0][name]))
-        enc = z3enc.encode_step(model, current, ins)  # Unsupported propagates
-        step_inputs.append(ins)
         solver.push()
+        for j in range(k):  # earlier transactions of the sequence complete
+            solver.add(z3.Not(unrolled.steps[j].failed))
         goal = condition(enc)
         solver.add(z3.BoolVal(goal) if isinstance(goal, bool) else goal)
         if last_ok:
@@ -235,18 +273,9 @@ def _solve(model: BehaviorModel, condition: Callable[[Any], Any],
         answer = solver.check()
         times.append((time.perf_counter() - t0) * 1000.0)
         if answer == z3.sat:
-            m = solver.model()
-            sequence: list[dict[str, Value]] = []
-            for ins_k in step_inputs:
-                values: dict[str, Value] = {}
-                for name, port in ports.items():
-                    if isinstance(port, ArrayType):
-                        values[name] = tuple(_port_value(z3, m, t, port.element)
-                                             for t in ins_k[name])
-                    else:
-                        values[name] = _port_value(z3, m, ins_k[name], port)
-                sequence.append(values)
-            replay = model.instance()
+            sequence = unrolled.values(solver.model(), k + 1)
+            solver.pop()
+            replay = unrolled.model.instance()
             for values in sequence[:-1]:
                 if isinstance(replay.process(values), Failure):
                     return "discarded", k + 1, times, "an earlier transaction failed on " \
@@ -255,12 +284,10 @@ def _solve(model: BehaviorModel, condition: Callable[[Any], Any],
             if reached(replay, replay.process(sequence[-1])):
                 return "hit", k + 1, times, "", sequence
             return "discarded", k + 1, times, "the answer did not reach the goal on replay", []
+        reason = solver.reason_unknown() if answer == z3.unknown else ""
         solver.pop()
         if answer == z3.unknown:
-            return "timeout", k + 1, times, f"query {k + 1} hit its cap " \
-                                            f"({solver.reason_unknown()})", []
-        solver.add(z3.Not(enc.failed))
-        current = enc.next_state
+            return "timeout", k + 1, times, f"query {k + 1} hit its cap ({reason})", []
     return "unreachable", steps, times, f"no sequence of at most {steps} transaction(s) " \
                                         "from reset reaches it", []
 
@@ -295,6 +322,7 @@ def directed_search(task: BehaveTask | None, model: BehaviorModel, *, source: So
     outcomes: list[QueryOutcome] = []
     sequences: list[DirectedSequence] = []
     refused = ""
+    unrolled: _Unrolling | None = None
     for name, kind, condition, reached, last_ok in goals:
         if refused or time.monotonic() >= deadline:
             status: QueryStatus = "unsupported" if refused.startswith("unsupported") \
@@ -303,9 +331,11 @@ def directed_search(task: BehaveTask | None, model: BehaviorModel, *, source: So
                                          reason=refused or "the search budget ran out"))
             continue
         try:
+            if unrolled is None:
+                unrolled = _Unrolling(model, hold)
             status, steps, times, reason, seq = _solve(
-                model, condition, reached, steps=config.steps, timeout_ms=config.timeout_ms,
-                hold=hold, last_ok=last_ok, deadline=deadline)
+                unrolled, condition, reached, steps=config.steps, timeout_ms=config.timeout_ms,
+                last_ok=last_ok, deadline=deadline)
         except z3enc.Unsupported as exc:
             refused = f"unsupported: {exc}"
             outcomes.append(QueryOutcome(goal=name, kind=kind, source=source,
