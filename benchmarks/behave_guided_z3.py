@@ -25,7 +25,13 @@ from pathlib import Path
 
 from rtlforge.behave.model import BehaviorModel, load_model
 from rtlforge.behave.sim.golden import golden_model
-from rtlforge.behave.sim.guided import GuidedConfig, QueryOutcome, directed_search, model_goals_hit
+from rtlforge.behave.sim.guided import (
+    GuidedConfig,
+    QueryOutcome,
+    _Unrolling,
+    directed_search,
+    model_goals_hit,
+)
 from rtlforge.behave.sim.stimulus import StimulusConfig, generate_stimulus
 from rtlforge.behave.sim.task import load_behave_task
 
@@ -102,6 +108,12 @@ def main() -> None:
         slow = max((sum(q.query_ms) for q in got), default=0.0)
         print(f"{name}: {len(got)} goals, whole search {wall:.0f} ms (encoding, queries, "
               f"replays), slowest goal's queries {slow:.1f} ms{'; ' + refused if refused else ''}")
+    print(f"\nencoding {args.steps} transactions from reset (no query):")
+    for name, (_, model) in models.items():
+        t0 = time.perf_counter()
+        unrolled = _Unrolling(model, [])
+        unrolled.step(args.steps - 1)
+        print(f"  {name}: {(time.perf_counter() - t0) * 1000:.0f} ms")
     table(f"Every goal from reset (cap {args.cap_ms} ms, up to {args.steps} transactions)",
           every)
     fails = [q for q in every if q.kind == "fail"]
