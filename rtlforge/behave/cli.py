@@ -62,18 +62,78 @@ def _load(task_dir: Path, rtllm_root: Path | None = None) -> tuple[Any, Any]:
         raise click.UsageError(f"--task {task_dir}: {exc}") from exc
 
 
-def _report(result: Any, golden: Any, as_json: bool, budget_s: float, steps: int) -> None:
+def _report(result: Any, golden: Any, as_json: bool, budget_s: float, steps: int,
+            guided: Any = None, rtl_cov: Any = None) -> None:
     from rtlforge.behave.sim.golden import goal_report
 
     goals = None
-    if result.coverage.branch_goals is not None:
+    if guided is not None:
+        goals = guided.goals
+    elif result.coverage.branch_goals is not None:
         goals = goal_report(golden, result.coverage.branch_goals, budget_s=budget_s,
                             steps=steps)
     if as_json:
-        click.echo(json.dumps(summary(result, goals)))
+        out = summary(result, goals)
+        if guided is not None:
+            out.update(guided_summary(guided))
+        if rtl_cov is not None:
+            out["rtl_coverage"] = rtl_cov.model_dump(mode="json", exclude={"points"})
+        click.echo(json.dumps(out))
     else:
         _print(result, goals)
+        if guided is not None:
+            _print_guided(guided)
+        if rtl_cov is not None:
+            _print_rtl_coverage(rtl_cov)
     sys.exit(exit_code(result.verdict))
+
+
+def guided_summary(guided: Any) -> dict[str, Any]:
+    """The keys ``--guided`` adds: ``baseline`` (the verdict on random stimulus alone),
+    ``guided`` (the search: solver, budget, each query, the sequences added) and, inside
+    ``goals``, ``by_kind`` (per model and goal kind: total, baseline_hit, hit,
+    bounded_unreachable, unresolved, sequences_added)."""
+    base = guided.baseline
+    search = guided.search
+    return {
+        "baseline": {"verdict": base.verdict, "mismatches": base.mismatches,
+                     "transactions": base.coverage.transactions},
+        "guided": {
+            "solver": search.solver, "budget_s": search.budget_s,
+            "elapsed_s": search.elapsed_s, "steps": search.steps, "refused": search.refused,
+            "sequences_added": len(search.sequences),
+            "queries": [q.model_dump(mode="json") for q in search.queries],
+            "sequences": [s.model_dump(mode="json") for s in search.sequences],
+        },
+        "goals": {**(guided.goals.model_dump(mode="json") if guided.goals is not None
+                     else {}),
+                  "by_kind": {k: v.model_dump(mode="json") for k, v in guided.by_kind.items()}},
+    }
+
+
+def _print_guided(guided: Any) -> None:
+    search = guided.search
+    click.echo(f"  baseline (random stimulus only): {guided.baseline.verdict}; goal-guided "
+               f"search [{search.solver}]: {len(search.sequences)} directed sequence(s) "
+               f"added in {search.elapsed_s:.2f} s of {search.budget_s:g} s")
+    if search.refused:
+        click.echo(f"    refused: {search.refused}")
+    for key, c in guided.by_kind.items():
+        if not c.total:
+            continue
+        click.echo(f"    {key}: {c.hit}/{c.total} hit (baseline {c.baseline_hit}), "
+                   f"{c.bounded_unreachable} unreachable within {search.steps}, "
+                   f"{c.unresolved} unresolved")
+
+
+def _print_rtl_coverage(cov: Any) -> None:
+    if cov.status != "ok":
+        click.echo(f"  rtl coverage: {cov.status}: {cov.message[-300:]}")
+        return
+    for kind, k in cov.kinds.items():
+        click.echo(f"  rtl {kind} coverage: {k.covered}/{k.total}")
+        for point in k.uncovered[:20]:
+            click.echo(f"    uncovered: {point}")
 
 
 def _print(result: Any, goals: Any) -> None:
@@ -91,6 +151,10 @@ def _print(result: Any, goals: Any) -> None:
         click.echo(line)
         for name in goals.unresolved:
             click.echo(f"    unresolved: {name}")
+    for m in cov.monitors:
+        click.echo(f"  monitors on {m.interface}: data-stable and valid-held checked "
+                   f"{m.unstable} times ({m.stalls} of {m.transfers} transfers stalled), "
+                   f"X on data checked {m.x_data} times")
     for v in result.violations:
         click.echo(f"- [{v.kind}] {v.interface} at cycle {v.cycle}: {v.message}")
     if result.first_failure is not None:
@@ -126,6 +190,11 @@ _SOLVE = click.option("--solve-budget", "solve_budget", type=click.FloatRange(mi
                            "(bounded by --solve-steps from reset; 0: off; needs z3-solver).")
 _STEPS = click.option("--solve-steps", "solve_steps", type=click.IntRange(1, 16), default=4,
                       show_default=True, help="Sequence length bound of that proof.")
+_GUIDED = click.option("--guided/--no-guided", default=True, show_default=True,
+                       help="Goal-guided stimulus: Z3 sequences for the goals the random "
+                            "stimulus missed are appended and checked too (within "
+                            "--solve-budget); the random-only verdict is reported as "
+                            "`baseline`.")
 
 
 @click.group()
@@ -146,9 +215,13 @@ def behave() -> None:
               help="Wall-clock seconds per tool run.")
 @_SOLVE
 @_STEPS
+@_GUIDED
+@click.option("--rtl-coverage", "rtl_coverage", is_flag=True,
+              help="Also build the design with Verilator --coverage on the same stimulus and "
+                   "report line/toggle coverage and the uncovered points (slow: a C++ build).")
 def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as_json: bool,
           seed: int, sequences: int, transactions: int, timeout: float, solve_budget: float,
-          solve_steps: int) -> None:
+          solve_steps: int, guided: bool, rtl_coverage: bool) -> None:
     """Simulate DESIGN files in the task's generated testbench and judge them against B*."""
     from rtlforge.behave.sim.check import check_rtl
     from rtlforge.core.errors import RtlforgeError
@@ -159,9 +232,38 @@ def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as
         candidate = Candidate.from_files(designs)
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
-    result = check_rtl(task, candidate, stimulus=_stimulus(seed, sequences, transactions),
-                       golden=golden.instance(), timeout_s=timeout)
-    _report(result, golden, as_json, solve_budget, solve_steps)
+    stim = _stimulus(seed, sequences, transactions)
+    outcome = None
+    if guided:
+        from rtlforge.behave.sim.guided import GuidedConfig, guided_check_rtl
+
+        outcome = guided_check_rtl(task, candidate, golden=golden, stimulus=stim,
+                                   config=GuidedConfig(budget_s=solve_budget,
+                                                       steps=solve_steps), timeout_s=timeout)
+        result = outcome.result
+    else:
+        result = check_rtl(task, candidate, stimulus=stim, golden=golden.instance(),
+                           timeout_s=timeout)
+    cov = _rtl_coverage(task, candidate, stim, outcome, timeout) if rtl_coverage else None
+    _report(result, golden, as_json, solve_budget, solve_steps, outcome, cov)
+
+
+def _rtl_coverage(task: Any, candidate: Any, config: Any, outcome: Any, timeout: float) -> Any:
+    """Verilator coverage on the stimulus the verdict came from (directed sequences too)."""
+    from rtlforge.behave.sim.guided import stimulus_with
+    from rtlforge.behave.sim.rtlcov import RtlCoverage, rtl_coverage
+    from rtlforge.behave.sim.stimulus import generate_stimulus
+    from rtlforge.core.errors import RtlforgeError
+    from rtlforge.sandbox.runner import SandboxRunner
+
+    stim = generate_stimulus(task, config)
+    if outcome is not None:
+        stim = stimulus_with(stim, outcome.search.sequences, reset=task.reset is not None)
+    try:
+        with SandboxRunner() as runner:
+            return rtl_coverage(task, candidate, stim, runner, timeout_s=max(timeout, 600.0))
+    except RtlforgeError as exc:
+        return RtlCoverage(status="error", message=str(exc))
 
 
 @behave.command("check-model")
@@ -175,10 +277,11 @@ def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as
 @_TRANSACTIONS
 @_SOLVE
 @_STEPS
+@_GUIDED
 def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | None,
                         as_json: bool, seed: int,
                         sequences: int, transactions: int, solve_budget: float,
-                        solve_steps: int) -> None:
+                        solve_steps: int, guided: bool) -> None:
     """Check a behaviour-DSL model (B̂: checked and interpreted, never run) against B*."""
     from rtlforge.behave.sim.check import check_model
     from rtlforge.behave.sim.golden import TaskModelError, load_task_model, read_model_file
@@ -192,8 +295,16 @@ def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | Non
         _report(BehaveResult(verdict="error", artifact="model", message=f"{model_path}: {exc}"),
                 golden, as_json, 0.0, solve_steps)
         return
-    result = check_model(task, model, stimulus=_stimulus(seed, sequences, transactions),
-                         golden=golden.instance())
+    stim = _stimulus(seed, sequences, transactions)
+    if guided:
+        from rtlforge.behave.sim.guided import GuidedConfig, guided_check_model
+
+        outcome = guided_check_model(task, model, golden=golden, stimulus=stim,
+                                     config=GuidedConfig(budget_s=solve_budget,
+                                                         steps=solve_steps))
+        _report(outcome.result, golden, as_json, solve_budget, solve_steps, outcome)
+        return
+    result = check_model(task, model, stimulus=stim, golden=golden.instance())
     _report(result, golden, as_json, solve_budget, solve_steps)
 
 

@@ -26,6 +26,7 @@ from rtlforge.behave.base import Failure, ModelInstance
 from rtlforge.behave.model import BehaviorModel, Instance
 from rtlforge.behave.sim.golden import GoldenUnavailable, golden_instance
 from rtlforge.behave.sim.match import Expected, Observed, Pair, match_outputs
+from rtlforge.behave.sim.monitors import MonitorExercise, monitor_exercise
 from rtlforge.behave.sim.protocols import Protocol
 from rtlforge.behave.sim.run import RunLog, simulate
 from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus, input_values
@@ -104,6 +105,7 @@ class Coverage(_Frozen):
     goals_hit: int | None = None
     goals_total: int | None = None
     unhit_goals: tuple[str, ...] = ()
+    monitors: tuple[MonitorExercise, ...] = ()  # RTL: how often each monitor was armed
 
 
 def _goal_coverage(instance: ModelInstance) -> dict[str, Any]:
@@ -481,7 +483,8 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
         metrics = {**metrics, "first_offer_cycle": log.first_offer,
                    "last_output_cycle": last_output}
     coverage = Coverage(transactions=len(stim.transactions), completed=completed,
-                        outputs=outputs, resets=len(resets), **goal_cov)
+                        outputs=outputs, resets=len(resets),
+                        monitors=monitor_exercise(task, log), **goal_cov)
     message = ""
     if judge.first is not None:
         message = judge.first.describe()
