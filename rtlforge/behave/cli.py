@@ -186,8 +186,10 @@ _TRANSACTIONS = click.option("--transactions", type=click.IntRange(min=1), defau
                              show_default=True, help="Transactions per sequence.")
 _SOLVE = click.option("--solve-budget", "solve_budget", type=click.FloatRange(min=0),
                       default=1.0, show_default=True, metavar="SECONDS",
-                      help="Wall-clock seconds for Z3 to prove unhit golden goals unreachable "
-                           "(bounded by --solve-steps from reset; 0: off; needs z3-solver).")
+                      help="Wall-clock seconds for the whole Z3 search over the goals the random "
+                           "stimulus missed: directed sequences (--guided) and bounded "
+                           "unreachability proofs, within --solve-steps transactions from reset "
+                           "(0: off; needs z3-solver).")
 _STEPS = click.option("--solve-steps", "solve_steps", type=click.IntRange(1, 16), default=4,
                       show_default=True, help="Sequence length bound of that proof.")
 _GUIDED = click.option("--guided/--no-guided", default=True, show_default=True,
