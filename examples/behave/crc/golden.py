@@ -21,11 +21,8 @@ class Crc32(Model):
 
     def process(self, in_data: UInt[8], in_last: Bool) -> CrcOut:
         c: UInt[32] = self.crc ^ in_data  # reflected: the byte enters at the low end, LSB first
-        for i in range(8):
-            if c % 2 == 1:
-                c = (c >> 1) ^ POLY_REFLECTED
-            else:
-                c = c >> 1
+        for _ in range(8):
+            c = ((c >> 1) ^ POLY_REFLECTED) if c % 2 == 1 else c >> 1
         if in_last:
             self.crc = INIT
             return CrcOut(out_crc=c ^ XOROUT)
