@@ -7,7 +7,7 @@ module fir8(input clk, input rst, input in_valid, input signed [7:0] x,
   reg signed [16:0] acc [0:6];
   reg signed [16:0] done_sum;
   reg done_valid;
-  wire signed [16:0] xs = x;  // sign-extended once
+  wire signed [16:0] xs = {{9{x[7]}}, x};  // sign-extended once
   integer k;
   always @(posedge clk) begin
     if (rst) begin

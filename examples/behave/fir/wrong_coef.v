@@ -5,7 +5,7 @@ module fir8(input clk, input rst, input in_valid, input signed [7:0] x,
   reg signed [7:0] past [0:6];  // past[k] is the sample k+1 samples before x
   wire signed [16:0] sum = 17'sd7 * x + 17'sd19 * past[0] + 17'sd42 * past[1]
                          + 17'sd127 * past[2] - 17'sd128 * past[3] + 17'sd55 * past[4]
-                         - 17'sd6 * past[5] + past[6];
+                         - 17'sd6 * past[5] + $signed({{9{past[6][7]}}, past[6]});
   integer k;
   always @(posedge clk) begin
     if (rst) begin

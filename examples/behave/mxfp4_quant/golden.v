@@ -23,7 +23,7 @@ module mxfp4_quant(input clk, input rst_n, input in_valid, output in_ready, inpu
   genvar g;
   generate
     for (g = 0; g < 32; g = g + 1) begin : lane
-      mxfp4_lane q(.x(x[16*g +: 16]), .scale(shared), .code(lanes[4*g +: 4]));
+      mxfp4_lane quantiser(.x(x[16*g +: 16]), .scale(shared), .code(lanes[4*g +: 4]));
     end
   endgenerate
   assign in_ready = !out_valid || out_ready;

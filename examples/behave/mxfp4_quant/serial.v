@@ -15,7 +15,7 @@ module mxfp4_quant(input clk, input rst_n, input in_valid, output in_ready, inpu
   wire [15:0] head = buffer[15:0];
   wire [7:0] shared = (emax > 8'd2) ? emax - 8'd2 : 8'd0;
   wire [3:0] lane_code;
-  mxfp4_lane q(.x(head), .scale(shared), .code(lane_code));
+  mxfp4_lane quantiser(.x(head), .scale(shared), .code(lane_code));
   assign in_ready = (phase == IDLE) && !out_valid;
   always @(posedge clk) begin
     if (!rst_n) begin
