@@ -116,7 +116,7 @@ class Interface(_Frozen):
     protocol: Protocol
     pins: dict[str, str] = Field(default_factory=dict)  # valid/ready/start/done -> port
     latency: int | None = Field(None, ge=0, le=4096)  # fixed_latency outputs only
-    endpoints: tuple[Endpoint, ...] = Field(min_length=1)
+    endpoints: tuple[Endpoint, ...] = ()
 
     @property
     def width(self) -> int:
@@ -254,6 +254,10 @@ def check_task(task: BehaveTask) -> None:
             if pin not in iface.pins:
                 raise _fail(f"protocol {iface.protocol.value} needs the pin {pin!r}",
                             f"{where}.pins")
+        if not iface.endpoints and not (iface.direction == "input"
+                                        and iface.protocol is Protocol.PER_CYCLE):
+            raise _fail("an interface carries at least one endpoint (only a per_cycle input, "
+                        "a design clocked with no data input, may have none)", f"{where}.endpoints")
         for k, ep in enumerate(iface.endpoints):
             field = f"{where}.endpoints[{k}]"
             if not _IDENT.match(ep.name):

@@ -83,3 +83,39 @@ def test_missing_golden_file(tmp_path: Path) -> None:
     with pytest.raises(BehaveTaskError, match="golden") as info:
         load_behave_task(tmp_path)
     assert info.value.field == "golden"
+
+
+CLOCK_ONLY = """\
+id = "ring"
+top = "ring"
+golden = "golden.py"
+clock = "clk"
+
+[[interfaces]]
+name = "in"
+direction = "input"
+protocol = "per_cycle"
+endpoints = []
+
+[[interfaces]]
+name = "out"
+direction = "output"
+protocol = "per_cycle"
+endpoints = [{ name = "q", type = "uint4" }]
+"""
+
+
+def test_a_design_with_only_a_clock_has_an_empty_per_cycle_input() -> None:
+    task = parse_behave_task(CLOCK_ONLY)
+    assert task.data_input.endpoints == () and task.input_endpoints == ()
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ('endpoints = [{ name = "q", type = "uint4" }]', "endpoints = []", "interfaces[1].endpoints"),
+    ('protocol = "per_cycle"\nendpoints = []',
+     'protocol = "valid_only"\npins = { valid = "v" }\nendpoints = []', "interfaces[0].endpoints"),
+])
+def test_only_a_per_cycle_input_may_carry_no_endpoint(old: str, new: str, field: str) -> None:
+    with pytest.raises(BehaveTaskError) as info:
+        parse_behave_task(CLOCK_ONLY.replace(old, new, 1))
+    assert info.value.field == field
