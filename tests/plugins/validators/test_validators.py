@@ -55,7 +55,9 @@ def design(name: str, *, top: str | None = None) -> Candidate:
 
 
 def validate(validator: Validator, candidate: Candidate, task: Task = ADDER_TASK, *,
-             timeout: float = 10.0, output_bytes: int = 50_000) -> ValidationReport:
+             timeout: float = 30.0, output_bytes: int = 50_000) -> ValidationReport:
+    # 30 s: a cocotb start-up took over 10 s on two loaded cores (parallel test workers); the
+    # hang tests pass their own short timeout
     runner = SandboxRunner(Limits(timeout_s=timeout, output_bytes=output_bytes))
     return Pipeline([validator], runner=runner, timeout=timeout).validate(task, candidate)
 
@@ -257,10 +259,10 @@ def test_stray_test_module_in_the_design_does_not_hijack_the_simulation() -> Non
 
 @pytest.mark.tools
 def test_verilator_sim_passes_correct_and_fails_wrong_design() -> None:
-    good = stage(validate(VerilatorSim(), design("adder.v"), timeout=60), "verilator-sim")
+    good = stage(validate(VerilatorSim(), design("adder.v"), timeout=120), "verilator-sim")
     assert good.verdict is Verdict.PASS, good.feedback
     assert good.metrics["build_s"] > 0 and "sim_s" in good.metrics
-    wrong = stage(validate(VerilatorSim(), design("adder_wrong.v"), timeout=60),
+    wrong = stage(validate(VerilatorSim(), design("adder_wrong.v"), timeout=120),
                   "verilator-sim")
     assert wrong.verdict is Verdict.FAIL and "sim_mismatch" in categories(wrong)
 
