@@ -243,6 +243,7 @@ module {TB_TOP};
         bt_draining = 0;
       end
       bt_first_reset = 0;
+{chr(10).join(line[4:] for line in drive_static)}
 {chr(10).join(reset_body)}
 {chr(10).join(clear)}
       bt_outstanding = 0;
