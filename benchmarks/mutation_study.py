@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import rtlforge.behave
 from rtlforge.behave.equiv import Equivalence, check_equivalence
 from rtlforge.behave.mutate import Mutant, mutants, sample_mutants
 from rtlforge.behave.sim.check import check_rtl
@@ -59,10 +60,12 @@ def _key(task: Task, mutant: Mutant, settings: dict[str, Any]) -> str:
 
 
 def _behave_digest(btask: BehaveTask) -> str:
-    """What a BEHAVE verdict depends on besides the mutant: the task's own files."""
+    """What a BEHAVE verdict depends on besides the mutant: the task's own files and
+    BEHAVE-Sim's code (a testbench or stimulus change re-runs the column)."""
     assert btask.directory is not None
-    blob = b"".join((btask.directory / name).read_bytes()
-                    for name in ("behave.toml", btask.golden))
+    code = sorted(Path(rtlforge.behave.__file__).parent.glob("[ms]*/*.py"))
+    blob = b"".join(p.read_bytes() for p in (*code, *(btask.directory / name for name in
+                                                      ("behave.toml", btask.golden))))
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
