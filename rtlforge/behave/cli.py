@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from rtlforge.cli import EXIT_INFRA, EXIT_NOT_PASSED, EXIT_OK
+
+if TYPE_CHECKING:
+    from rtlforge.behave.sim.run import SimBackend
 
 __all__ = ["behave", "exit_code", "summary"]
 
@@ -134,10 +137,15 @@ def behave() -> None:
 @_TRANSACTIONS
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               help="Wall-clock seconds per tool run.")
+@click.option("--backend", type=click.Choice(["icarus", "verilator", "cocotb"]),
+              default="icarus", show_default=True,
+              help="Simulator: Icarus; Verilator (a build of seconds, fast on long runs); "
+                   "cocotb (Python drives the design on Icarus).")
 @_SOLVE
 @_STEPS
 def check(designs: tuple[Path, ...], task_dir: Path, as_json: bool, seed: int, sequences: int,
-          transactions: int, timeout: float, solve_budget: float, solve_steps: int) -> None:
+          transactions: int, timeout: float, backend: str, solve_budget: float,
+          solve_steps: int) -> None:
     """Simulate DESIGN files in the task's generated testbench and judge them against B*."""
     from rtlforge.behave.sim.check import check_rtl
     from rtlforge.core.errors import RtlforgeError
@@ -149,7 +157,8 @@ def check(designs: tuple[Path, ...], task_dir: Path, as_json: bool, seed: int, s
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
     result = check_rtl(task, candidate, stimulus=_stimulus(seed, sequences, transactions),
-                       golden=golden.instance(), timeout_s=timeout)
+                       golden=golden.instance(), timeout_s=timeout,
+                       backend=cast("SimBackend", backend))
     _report(result, golden, as_json, solve_budget, solve_steps)
 
 
