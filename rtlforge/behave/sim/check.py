@@ -392,8 +392,9 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
     active = runner if runner is not None else (pipeline.runner if pipeline is not None
                                                 else SandboxRunner())
     try:
+        run_seed = stimulus.seed if isinstance(stimulus, StimulusConfig) else seed
         run = _simulate(backend, plan, candidate, active, builds, timeout_s=timeout_s,
-                        seed=seed, task=task)
+                        seed=run_seed, task=task)
     except SecurityViolation as exc:
         return BehaveResult(verdict="fail", artifact="rtl", message=f"security: {exc}")
     except RtlforgeError as exc:
@@ -430,7 +431,7 @@ def _simulate(backend: SimBackend, plan: TestbenchPlan, candidate: Candidate, ru
               builds: VerilatorBuilds | None, *, timeout_s: float, seed: int,
               task: BehaveTask) -> SimRun:
     """One simulation on the chosen backend (a Verilator build cache made for the call when
-    none is given)."""
+    none is given; ``seed`` + 1 seeds Verilator's random initial state)."""
     if backend == "icarus":
         return simulate(plan, candidate, runner, timeout_s=timeout_s)
     if backend == "cocotb":
