@@ -17,11 +17,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from rtlforge.cli import EXIT_INFRA, EXIT_NOT_PASSED, EXIT_OK
+
+if TYPE_CHECKING:
+    from rtlforge.behave.sim.run import SimBackend
 
 __all__ = ["behave", "exit_code", "summary"]
 
@@ -215,6 +218,10 @@ def behave() -> None:
 @_TRANSACTIONS
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               help="Wall-clock seconds per tool run.")
+@click.option("--backend", type=click.Choice(["icarus", "verilator", "cocotb"]),
+              default="icarus", show_default=True,
+              help="Simulator: Icarus; Verilator (a build of seconds, fast on long runs); "
+                   "cocotb (Python drives the design on Icarus).")
 @_SOLVE
 @_STEPS
 @_GUIDED
@@ -222,8 +229,8 @@ def behave() -> None:
               help="Also build the design with Verilator --coverage on the same stimulus and "
                    "report line/toggle coverage and the uncovered points (slow: a C++ build).")
 def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as_json: bool,
-          seed: int, sequences: int, transactions: int, timeout: float, solve_budget: float,
-          solve_steps: int, guided: bool, rtl_coverage: bool) -> None:
+          seed: int, sequences: int, transactions: int, timeout: float, backend: str,
+          solve_budget: float, solve_steps: int, guided: bool, rtl_coverage: bool) -> None:
     """Simulate DESIGN files in the task's generated testbench and judge them against B*."""
     from rtlforge.behave.sim.check import check_rtl
     from rtlforge.core.errors import RtlforgeError
@@ -241,11 +248,12 @@ def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as
 
         outcome = guided_check_rtl(task, candidate, golden=golden, stimulus=stim,
                                    config=GuidedConfig(budget_s=solve_budget,
-                                                       steps=solve_steps), timeout_s=timeout)
+                                                       steps=solve_steps), timeout_s=timeout,
+                                   backend=cast("SimBackend", backend))
         result = outcome.result
     else:
         result = check_rtl(task, candidate, stimulus=stim, golden=golden.instance(),
-                           timeout_s=timeout)
+                           timeout_s=timeout, backend=cast("SimBackend", backend))
     cov = _rtl_coverage(task, candidate, stim, outcome, timeout) if rtl_coverage else None
     _report(result, golden, as_json, solve_budget, solve_steps, outcome, cov)
 

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from rtlforge.core.interfaces import ValidationContext
 from rtlforge.core.models import Feedback, SourceFile, StageResult, ToolInfo, Verdict
-from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
+from rtlforge.eda.feedback import (
+    is_benign_sorry,
+    make_feedback,
+    parse_iverilog,
+    parse_verilator,
+)
 from rtlforge.eda.mismatches import fill_from_dump, timescale_unit
 from rtlforge.eda.modules import top_modules
 from rtlforge.eda.tools import ICARUS
@@ -231,6 +236,26 @@ def icarus_compile_verdict(
         message = (f"iverilog crashed (exit {run.returncode}) on this design: {tail}" if crashed
                    else f"iverilog failed (exit {run.returncode}): {tail}")
         feedback.append(make_feedback(category, message, stage=stage, files=files))
+    return (Verdict.ERROR if failed else Verdict.PASS), feedback
+
+
+def verilator_build_verdict(run: ToolRun, *, stage: str, files: Mapping[str, str],
+                            timeout: float) -> tuple[Verdict, list[Feedback]]:
+    """Verdict of a Verilator lint or build run: PASS (maybe with warnings), ERROR or TIMEOUT.
+
+    Shared by the Verilator validators and BEHAVE-Sim's Verilator backend."""
+    if run.timed_out:
+        return Verdict.TIMEOUT, [timeout_feedback("verilator", timeout, stage=stage)]
+    if run.output_overflow:
+        return Verdict.ERROR, [flood_feedback("verilator", run, stage=stage)]
+    feedback = parse_verilator(run.output, stage=stage, files=files)
+    errors = [fb for fb in feedback if fb.severity == "error"]
+    if run.returncode != 0 and not errors:
+        tail = " | ".join(run.output.strip().splitlines()[-3:])
+        feedback.append(make_feedback(
+            "elaboration", f"verilator failed (exit {run.returncode}): {tail}", stage=stage,
+            files=files))
+    failed = run.returncode != 0 or bool(errors)
     return (Verdict.ERROR if failed else Verdict.PASS), feedback
 
 

@@ -18,7 +18,7 @@ import bisect
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,10 +28,10 @@ from rtlforge.behave.sim.golden import GoldenUnavailable, golden_instance
 from rtlforge.behave.sim.match import Expected, Observed, Pair, match_outputs
 from rtlforge.behave.sim.monitors import MonitorExercise, monitor_exercise
 from rtlforge.behave.sim.protocols import Protocol
-from rtlforge.behave.sim.run import RunLog, simulate
+from rtlforge.behave.sim.run import SIM_BACKENDS, RunLog, SimBackend, SimRun, simulate
 from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus, input_values
 from rtlforge.behave.sim.task import BehaveTask, Interface
-from rtlforge.behave.sim.testbench import plan_testbench
+from rtlforge.behave.sim.testbench import TestbenchPlan, plan_testbench
 from rtlforge.behave.types import Value, check_value, from_bits
 from rtlforge.core.errors import (
     DesignError,
@@ -40,6 +40,9 @@ from rtlforge.core.errors import (
     is_infra,
 )
 from rtlforge.core.models import Candidate
+
+if TYPE_CHECKING:
+    from rtlforge.behave.sim.verilator import VerilatorBuilds
 
 __all__ = ["BehaveResult", "Coverage", "GoldenUnavailable", "MismatchRecord", "TraceStep",
            "Violation", "check_model", "check_rtl", "golden_instance"]
@@ -361,14 +364,20 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
               pipeline: Any = None, seed: int = 0,
               stimulus: Stimulus | StimulusConfig | None = None,
               golden: ModelInstance | None = None, timeout_s: float = 120.0,
-              stall_limit: int | None = None) -> BehaveResult:
+              stall_limit: int | None = None, backend: SimBackend = "icarus",
+              builds: VerilatorBuilds | None = None) -> BehaveResult:
     """Simulate ``candidate`` in the generated testbench and judge it against the golden.
 
     ``runner`` (a SandboxRunner) or ``pipeline`` (its runner is used); with neither, a runner
-    is made for this call and closed after it.
+    is made for this call and closed after it. ``backend``: ``icarus`` (the default),
+    ``verilator`` (a compile of seconds, then fast runs: pass ``builds`` to share the compiled
+    design across checks, e.g. seeds; without it the build is this call's only) or ``cocotb``
+    (Python drives the design through cocotb and Icarus: slower, for comparison).
     """
     from rtlforge.sandbox.runner import SandboxRunner
 
+    if backend not in SIM_BACKENDS:
+        raise ValueError(f"unknown simulation backend {backend!r}; one of {SIM_BACKENDS}")
     start = time.perf_counter()
     stim = _stimulus(task, stimulus, seed)
     try:
@@ -385,7 +394,9 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
     active = runner if runner is not None else (pipeline.runner if pipeline is not None
                                                 else SandboxRunner())
     try:
-        run = simulate(plan, candidate, active, timeout_s=timeout_s)
+        run_seed = stimulus.seed if isinstance(stimulus, StimulusConfig) else seed
+        run = _simulate(backend, plan, candidate, active, builds, timeout_s=timeout_s,
+                        seed=run_seed, task=task)
     except SecurityViolation as exc:
         return BehaveResult(verdict="fail", artifact="rtl", message=f"security: {exc}")
     except RtlforgeError as exc:
@@ -398,7 +409,8 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
             active.close()
     metrics: dict[str, float | int] = {"compile_s": round(run.compile_s, 4),
                                        "sim_s": round(run.sim_s, 4),
-                                       "transactions": len(stim.transactions)}
+                                       "transactions": len(stim.transactions),
+                                       "build_cached": int(run.cached)}
     if run.status == "compile_error":
         text = "; ".join(f.message for f in run.feedback if f.severity == "error")
         return BehaveResult(verdict="error", artifact="rtl", metrics=metrics,
@@ -415,6 +427,27 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
         return _infra("rtl", f"the golden model broke the interface: {exc}")
     return result.model_copy(update={"metrics": {
         **result.metrics, "total_s": round(time.perf_counter() - start, 4)}})
+
+
+def _simulate(backend: SimBackend, plan: TestbenchPlan, candidate: Candidate, runner: Any,
+              builds: VerilatorBuilds | None, *, timeout_s: float, seed: int,
+              task: BehaveTask) -> SimRun:
+    """One simulation on the chosen backend (a Verilator build cache made for the call when
+    none is given; ``seed`` + 1 seeds Verilator's random initial state)."""
+    if backend == "icarus":
+        return simulate(plan, candidate, runner, timeout_s=timeout_s)
+    if backend == "cocotb":
+        from rtlforge.behave.sim.cocotb_bench import simulate_cocotb
+
+        return simulate_cocotb(task, plan, candidate, runner, timeout_s=timeout_s)
+    from rtlforge.behave.sim.verilator import VerilatorBuilds, simulate_verilator
+
+    if builds is not None:
+        return simulate_verilator(plan, candidate, runner, builds, timeout_s=timeout_s,
+                                  x_seed=seed + 1)
+    with VerilatorBuilds() as own:
+        return simulate_verilator(plan, candidate, runner, own, timeout_s=timeout_s,
+                                  x_seed=seed + 1)
 
 
 def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value] | Failure],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,7 +30,22 @@ from rtlforge.eda.stages import (
 from rtlforge.eda.tools import ICARUS, VVP
 from rtlforge.sandbox.runner import SandboxRunner
 
-__all__ = ["LogEvent", "RunLog", "SimRun", "parse_log", "simulate"]
+__all__ = [
+    "SIM_BACKENDS",
+    "LogEvent",
+    "RunLog",
+    "SimBackend",
+    "SimRun",
+    "design_files",
+    "parse_log",
+    "put_run_files",
+    "read_run_log",
+    "simulate",
+]
+
+#: The simulators a check can run on (``check_rtl(backend=...)``, ``--backend``).
+SimBackend = Literal["icarus", "verilator", "cocotb"]
+SIM_BACKENDS: tuple[str, ...] = get_args(SimBackend)
 
 #: The log is read up to this size; a longer one is cut (and the run judged on what is there).
 LOG_LIMIT = 64 * 1024 * 1024
@@ -81,6 +97,8 @@ class SimRun(_Frozen):
     message: str = ""
     compile_s: float = 0.0
     sim_s: float = 0.0
+    #: The compiled simulation came from a build cache (no compile in this check).
+    cached: bool = False
 
 
 def parse_log(text: str, *, truncated: bool = False) -> RunLog:
@@ -124,30 +142,47 @@ def parse_log(text: str, *, truncated: bool = False) -> RunLog:
                   first_offer=first_offer, ended=ended, cycles=cycle, truncated=truncated)
 
 
-def _design_files(candidate: Candidate, taken: set[str]) -> tuple[SourceFile, ...]:
-    """Design files renamed where they would overwrite one of ours."""
+def design_files(plan: TestbenchPlan, candidate: Candidate, reserved: tuple[str, ...] = (),
+                 ) -> tuple[SourceFile, ...]:
+    """The design's files renamed where they would overwrite one of ours (or ``reserved``)."""
+    taken = {TB_FILE, LOG_FILE, SIM_IMAGE, *plan.files, *reserved}
     return tuple(SourceFile(name=f"dut_{f.name}", content=f.content) if f.name in taken else f
                  for f in candidate.files)
+
+
+def put_run_files(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner,
+                  workdir: Path, *, reserved: tuple[str, ...] = ()) -> tuple[SourceFile, ...]:
+    """Put the stimulus, the testbench and the design into ``workdir``, each under its gate
+    role, and check the design does not reach into the testbench; return the design files
+    (renamed where a name is ours or in ``reserved``)."""
+    design = design_files(plan, candidate, reserved)
+    runner.put(workdir, [SourceFile(name=n, content=c) for n, c in plan.files.items()],
+               role="trusted")
+    tb = SourceFile(name=TB_FILE, content=plan.text)
+    try:  # ours, before the design's: a refusal here is our bug, never the design's fault
+        runner.put(workdir, [tb], role="testbench", readable=[*plan.files, TB_FILE])
+    except SecurityViolation as exc:
+        raise SandboxError(f"the gate refused the generated testbench: {exc}") from exc
+    design = runner.put(workdir, design, role="design", readable=[f.name for f in design])
+    if not runner.unsafe_skip_gate:
+        runner.gate.contained(design, [tb])
+    return design
+
+
+def read_run_log(workdir: Path, output: str) -> RunLog | str:
+    """The run's transaction log, or why there is none (the simulator's last words)."""
+    dump = read_dump(Path(workdir), LOG_FILE, LOG_LIMIT)
+    if dump is None:
+        return "the simulation wrote no transaction log: " + output[-1000:]
+    return parse_log(dump[0], truncated=dump[1])
 
 
 def simulate(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner, *,
              timeout_s: float = 120.0) -> SimRun:
     """Compile and run ``candidate`` in ``plan``'s testbench; sandbox errors propagate (the
     caller turns infrastructure errors into ``infra_error`` and design errors into verdicts)."""
-    ours = {TB_FILE, LOG_FILE, SIM_IMAGE, *plan.files}
-    design = _design_files(candidate, ours)
     with runner.workspace(prefix="rtlforge-behave-") as workdir:
-        runner.put(workdir, [SourceFile(name=n, content=c) for n, c in plan.files.items()],
-                   role="trusted")
-        tb = SourceFile(name=TB_FILE, content=plan.text)
-        try:  # ours, before the design's: a refusal here is our bug, never the design's fault
-            runner.put(workdir, [tb], role="testbench", readable=[*plan.files, TB_FILE])
-        except SecurityViolation as exc:
-            raise SandboxError(f"the gate refused the generated testbench: {exc}") from exc
-        design = runner.put(workdir, design, role="design",
-                            readable=[f.name for f in design])
-        if not runner.unsafe_skip_gate:
-            runner.gate.contained(design, [tb])
+        design = put_run_files(plan, candidate, runner, workdir)
         argv = ["iverilog", *icarus_flags(("implicit", "portbind")), "-s", TB_TOP, "-o",
                 SIM_IMAGE, TB_FILE, *compiled_sources(f.name for f in design)]
         start = time.perf_counter()
@@ -166,11 +201,8 @@ def simulate(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner, *
         if sim.timed_out:
             return SimRun(status="timeout", compile_s=compile_s, sim_s=sim_s,
                           message=f"vvp did not finish within {timeout_s:g} s")
-        dump = read_dump(Path(workdir), LOG_FILE, LOG_LIMIT)
-        if dump is None:
-            return SimRun(status="crashed", compile_s=compile_s, sim_s=sim_s,
-                          message="the simulation wrote no transaction log: "
-                                  + sim.output[-1000:])
-        log = parse_log(dump[0], truncated=dump[1])
+        log = read_run_log(workdir, sim.output)
+        if isinstance(log, str):
+            return SimRun(status="crashed", compile_s=compile_s, sim_s=sim_s, message=log)
         return SimRun(status="ok", log=log, compile_s=compile_s, sim_s=sim_s,
                       message=sim.output[-1000:])

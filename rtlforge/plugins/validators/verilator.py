@@ -18,48 +18,27 @@ from typing import Any, ClassVar
 
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import ValidationContext, Validator
-from rtlforge.core.models import Feedback, StageResult, ToolSpec, Verdict
-from rtlforge.eda.feedback import make_feedback, parse_verilator
+from rtlforge.core.models import StageResult, ToolSpec, Verdict
 from rtlforge.eda.stages import (
     MAX_COMPILE_WARNINGS,
     attribute_to_task,
     bad_identifier,
     clip_log,
     compiled_sources,
-    flood_feedback,
     infer_testbench_top,
     lint_result,
     scrub,
     simulation_verdict,
     source_texts,
     task_sources,
-    timeout_feedback,
     tools_of,
 )
+from rtlforge.eda.stages import verilator_build_verdict as build_verdict
 from rtlforge.eda.tools import GXX, MAKE, VERILATOR
-from rtlforge.sandbox.runner import ToolRun
 
 #: Where the build goes; a dot-name, so no candidate file can collide with it.
 _MDIR = ".rtlforge-verilator"
 _BINARY = "sim"
-
-
-def build_verdict(run: ToolRun, *, stage: str, files: dict[str, str],
-                  timeout: float) -> tuple[Verdict, list[Feedback]]:
-    """Verdict of a Verilator lint or build run: PASS (maybe with warnings), ERROR or TIMEOUT."""
-    if run.timed_out:
-        return Verdict.TIMEOUT, [timeout_feedback("verilator", timeout, stage=stage)]
-    if run.output_overflow:
-        return Verdict.ERROR, [flood_feedback("verilator", run, stage=stage)]
-    feedback = parse_verilator(run.output, stage=stage, files=files)
-    errors = [fb for fb in feedback if fb.severity == "error"]
-    if run.returncode != 0 and not errors:
-        tail = " | ".join(run.output.strip().splitlines()[-3:])
-        feedback.append(make_feedback(
-            "elaboration", f"verilator failed (exit {run.returncode}): {tail}", stage=stage,
-            files=files))
-    failed = run.returncode != 0 or bool(errors)
-    return (Verdict.ERROR if failed else Verdict.PASS), feedback
 
 
 @dataclass(frozen=True)
