@@ -11,9 +11,38 @@ from pydantic import BaseModel, ConfigDict
 
 from rtlforge.behave.types import Value
 
-__all__ = ["Failure", "ModelInstance", "Outputs"]
+__all__ = ["DONT_CARE", "DontCare", "Failure", "ModelInstance", "Outputs", "is_dont_care"]
 
-Outputs = Mapping[str, Value]
+
+class DontCare:
+    """An output value the model leaves unspecified in this transaction (the DSL's ``ANY``):
+    the matcher does not compare it, whatever the artifact produces (X/Z bits included).
+
+    One instance, :data:`DONT_CARE`; equality is by type so copies still compare equal."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DontCare)
+
+    def __hash__(self) -> int:
+        return hash(DontCare)
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+    def __reduce__(self) -> str:
+        return "DONT_CARE"
+
+
+DONT_CARE = DontCare()
+
+
+def is_dont_care(value: object) -> bool:
+    return isinstance(value, DontCare)
+
+
+Outputs = Mapping[str, "Value | DontCare"]
 
 
 class Failure(BaseModel):

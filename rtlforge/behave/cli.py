@@ -166,10 +166,14 @@ def _print(result: Any, goals: Any) -> None:
         click.echo(result.message)
 
 
-def _stimulus(seed: int, sequences: int, transactions: int) -> Any:
+def _stimulus(seed: int, sequences: int | None, transactions: int | None) -> Any:
+    """Only the flags given are set explicitly: the rest come from the task's ``[stimulus]``,
+    then the baseline defaults."""
     from rtlforge.behave.sim.stimulus import StimulusConfig
 
-    return StimulusConfig(seed=seed, sequences=sequences, transactions=transactions)
+    given = {k: v for k, v in (("sequences", sequences), ("transactions", transactions))
+             if v is not None}
+    return StimulusConfig(seed=seed, **given)
 
 
 _TASK = click.option("--task", "task_dir", required=True,
@@ -183,10 +187,12 @@ _RTLLM = click.option("--rtllm", "rtllm_root", default=None,
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 _SEED = click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the random stimulus.")
-_SEQUENCES = click.option("--sequences", type=click.IntRange(min=0), default=50,
-                          show_default=True, help="Random sequences (after the edge sweep).")
-_TRANSACTIONS = click.option("--transactions", type=click.IntRange(min=1), default=100,
-                             show_default=True, help="Transactions per sequence.")
+_SEQUENCES = click.option("--sequences", type=click.IntRange(min=0), default=None,
+                          help="Random sequences after the edge sweep [default: the task's "
+                               "[stimulus], else 50].")
+_TRANSACTIONS = click.option("--transactions", type=click.IntRange(min=1), default=None,
+                             help="Transactions per sequence [default: the task's [stimulus], "
+                                  "else 100].")
 _SOLVE = click.option("--solve-budget", "solve_budget", type=click.FloatRange(min=0),
                       default=1.0, show_default=True, metavar="SECONDS",
                       help="Wall-clock seconds for the whole Z3 search over the goals the random "
@@ -229,8 +235,9 @@ def behave() -> None:
               help="Also build the design with Verilator --coverage on the same stimulus and "
                    "report line/toggle coverage and the uncovered points (slow: a C++ build).")
 def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as_json: bool,
-          seed: int, sequences: int, transactions: int, timeout: float, backend: str,
-          solve_budget: float, solve_steps: int, guided: bool, rtl_coverage: bool) -> None:
+          seed: int, sequences: int | None, transactions: int | None, timeout: float,
+          backend: str, solve_budget: float, solve_steps: int, guided: bool,
+          rtl_coverage: bool) -> None:
     """Simulate DESIGN files in the task's generated testbench and judge them against B*."""
     from rtlforge.behave.sim.check import check_rtl
     from rtlforge.core.errors import RtlforgeError
@@ -290,7 +297,7 @@ def _rtl_coverage(task: Any, candidate: Any, config: Any, outcome: Any, timeout:
 @_GUIDED
 def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | None,
                         as_json: bool, seed: int,
-                        sequences: int, transactions: int, solve_budget: float,
+                        sequences: int | None, transactions: int | None, solve_budget: float,
                         solve_steps: int, guided: bool) -> None:
     """Check a behaviour-DSL model (B̂: checked and interpreted, never run) against B*."""
     from rtlforge.behave.sim.check import check_model
@@ -345,7 +352,8 @@ def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | Non
 def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: str,
                   max_turns: int, max_tool_calls: int, max_tokens: int | None,
                   temperature: float, timeout: float, attempts: int, output: Path | None,
-                  as_json: bool, seed: int, sequences: int, transactions: int) -> None:
+                  as_json: bool, seed: int, sequences: int | None,
+                  transactions: int | None) -> None:
     """Run a tool-using LLM agent on a BEHAVE task; judge its submission against B*.
 
     The hidden check's stimulus is the baseline unless --seed/--sequences/--transactions
@@ -446,7 +454,8 @@ def _design_sets(designs: tuple[Path, ...], sets: tuple[str, ...]) -> list[Any]:
               help="Write index.html (SVG plot and table) and area_time.json here.")
 def area_time(designs: tuple[Path, ...], design_sets: tuple[str, ...], task_dir: Path,
               freq_mhz: float, liberty: Path | None, workload_size: int, workload_seed: int,
-              seed: int, sequences: int, transactions: int, timeout: float, as_json: bool,
+              seed: int, sequences: int | None, transactions: int | None, timeout: float,
+              as_json: bool,
               report_dir: Path | None) -> None:
     """Area-time Pareto front of candidate architectures on a workload W at --freq.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 __all__ = [
+    "ANY",
     "Array",
     "Bool",
     "Enum",
@@ -34,6 +35,9 @@ __all__ = [
 #: The module path a model may import from (and nothing else).
 DSL_MODULE = "rtlforge.behave.model.dsl"
 
+#: The don't-care output value: ``return R(data=ANY, ...)`` leaves ``data`` unchecked.
+ANY_NAME = "ANY"
+
 #: Type constructors usable in annotations.
 TYPE_NAMES = frozenset({"UInt", "SInt", "Bool", "Array"})
 #: Base classes of the classes a model declares.
@@ -41,6 +45,17 @@ BASE_NAMES = frozenset({"Model", "Record", "Enum"})
 #: Functions an expression may call (plus the builtins ``min``, ``max``, ``abs``).
 FUNCTION_NAMES = frozenset({"wrap", "swrap", "saturate", "ssaturate", "sext", "zext", "bit",
                             "bits", "fill", "fail", "min", "max", "abs"})
+
+
+class _AnyStub:
+    """``ANY``: as a field value of the returned record only, "this output is not specified in
+    this transaction" (BEHAVE-Sim does not compare it; X/Z from a design is accepted)."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY: Any = _AnyStub()
 
 
 class _TypeStub:

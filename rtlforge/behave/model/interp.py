@@ -15,7 +15,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rtlforge.behave.base import Failure, Outputs
+from rtlforge.behave.base import DONT_CARE, Failure, Outputs
 from rtlforge.behave.model.ir import (
     ArrayExpr,
     ArrayLit,
@@ -25,6 +25,7 @@ from rtlforge.behave.model.ir import (
     BoolT,
     Call,
     Const,
+    DontCareValue,
     EnumT,
     Expr,
     Fail,
@@ -259,7 +260,9 @@ class _Compiler:
         names = [name for name, _, _ in self.ir.outputs]
         values: list[_Run] = []
         for v in s.values:
-            if isinstance(v, ArrayRef | ArrayLit | Fill):
+            if isinstance(v, DontCareValue):
+                values.append(lambda f: DONT_CARE)
+            elif isinstance(v, ArrayRef | ArrayLit | Fill):
                 arr = _array(v)
                 values.append(lambda f, arr=arr: tuple(arr(f)))
             else:

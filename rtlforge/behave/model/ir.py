@@ -18,8 +18,9 @@ from rtlforge.behave.types import ArrayType, ScalarType
 
 __all__ = [
     "ArrayExpr", "ArrayLit", "ArrayRef", "Assign", "BinOp", "BoolT", "BranchSite", "Call",
-    "Const", "EnumT", "Expr", "ExprType", "Fail", "FailSite", "Fill", "Function", "If",
-    "IfExp", "Index", "IntT", "ModelIR", "Return", "Slot", "Stmt", "Store", "UnOp", "Var",
+    "Const", "DontCareValue", "EnumT", "Expr", "ExprType", "Fail", "FailSite", "Fill",
+    "Function", "If", "IfExp", "Index", "IntT", "ModelIR", "Return", "Slot", "Stmt", "Store",
+    "UnOp", "Var",
     "signed_width",
 ]
 
@@ -207,15 +208,21 @@ class If:
 
 
 @dataclass(frozen=True)
+class DontCareValue:
+    """An output field returned as ``ANY``: not specified in this transaction."""
+
+
+@dataclass(frozen=True)
 class Return:
     """The outputs in :attr:`ModelIR.outputs` order, each an Expr or an ArrayExpr;
     ``checks`` the per-output range to verify at runtime (None: proven).
 
     ``emits=False`` is a bare ``return``: the transaction ends with no output record at all
     (``values`` and ``checks`` are empty), e.g. an accumulator that emits one sum per four
-    inputs. A record is all or nothing: a model cannot emit some fields and not others."""
+    inputs. A record is all or nothing: a model cannot emit some fields and not others, but a
+    field may be :class:`DontCareValue` (``ANY``: emitted, not checked)."""
 
-    values: tuple[Expr | ArrayExpr, ...]
+    values: tuple[Expr | ArrayExpr | DontCareValue, ...]
     checks: tuple[tuple[int, int] | None, ...]
     line: int = 0
     emits: bool = True

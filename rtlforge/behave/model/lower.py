@@ -29,6 +29,7 @@ from rtlforge.behave.model.ir import (
     BranchSite,
     Call,
     Const,
+    DontCareValue,
     EnumT,
     Expr,
     ExprType,
@@ -345,6 +346,9 @@ class _Lowering:
             if node.id in self.local_slots:
                 raise _err(node, "unassigned", f"`{node.id}` may be used before it is assigned "
                            "(assign it on every path)")
+            if node.id == dsl.ANY_NAME:
+                raise _err(node, "any", "`ANY` (don't care) is only a field value of the "
+                           "returned record, e.g. `return R(data=ANY, ...)`")
             raise _err(node, "name", f"unknown name `{node.id}`")
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id in self.module.enums:
@@ -654,8 +658,8 @@ class _Lowering:
 
     def assign_local(self, node: ast.stmt, name: str, value_node: ast.expr,
                      annotation: ast.expr | None, flow: _Flow) -> Stmt:
-        if name == "self" or name in self.module.constants or name in self.module.enums \
-                or name in self.params:
+        if name in ("self", dsl.ANY_NAME) or name in self.module.constants \
+                or name in self.module.enums or name in self.params:
             raise _err(node, "name", f"cannot assign to `{name}`")
         if isinstance(flow.env.get(name), Const):
             raise _err(node, "name", f"cannot assign to the loop index `{name}`")
@@ -855,11 +859,16 @@ class _Lowering:
         if None in given or set(given) != set(expected):
             raise _err(node, "return", f"`{record.name}(...)` needs exactly the fields "
                        f"{', '.join(expected)}")
-        values: list[Expr | ArrayExpr] = []
+        values: list[Expr | ArrayExpr | DontCareValue] = []
         checks: list[tuple[int, int] | None] = []
         for name, decl in record.fields:
             what = f"output `{name}`"
-            if isinstance(decl, _Array):
+            field_value = given[name]
+            if isinstance(field_value, ast.Name) and field_value.id == dsl.ANY_NAME:
+                self.count(field_value)
+                values.append(DontCareValue())
+                checks.append(None)
+            elif isinstance(decl, _Array):
                 values.append(self.array_value(given[name], decl.elem.ty, decl.length, flow,
                                                what))
                 checks.append(None)
@@ -958,7 +967,7 @@ class _Lowering:
                 raise _err(arg, "type", f"parameter `{arg.arg}` needs a type annotation")
             decl = self.module.decl(arg.annotation, records=False)
             assert not isinstance(decl, _Record)
-            if arg.arg in env or arg.arg == "self":
+            if arg.arg in env or arg.arg in ("self", dsl.ANY_NAME):
                 raise _err(arg, "name", f"duplicate parameter `{arg.arg}`")
             if isinstance(decl, _Array):
                 slot = self.new_slot(arg.arg, "input", decl.elem.ty, decl.length, decl.port)
@@ -1019,6 +1028,8 @@ def lower_module(tree: ast.Module, name: str) -> ModelIR:
                            "constants are allowed (no globals)")
             if cname in module.constants:
                 raise _err(item, "global", f"constant `{cname}` is assigned twice")
+            if cname == dsl.ANY_NAME:
+                raise _err(item, "global", "`ANY` is the DSL's don't-care value, not a constant")
             module.constants[cname] = module.const(item.value)
             continue
         if isinstance(item, ast.ClassDef):

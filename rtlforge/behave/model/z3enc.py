@@ -31,6 +31,7 @@ from rtlforge.behave.model.ir import (
     BoolT,
     Call,
     Const,
+    DontCareValue,
     EnumT,
     Expr,
     ExprType,
@@ -107,7 +108,9 @@ class StepEncoding(NamedTuple):
 
     ``emits`` is the condition under which the transaction returns its output record (a bare
     ``return`` emits none): ``outputs`` mean something only where ``emits`` holds (elsewhere
-    they are unconstrained by the model, zero when no path emits)."""
+    they are unconstrained by the model, zero when no path emits). ``cares[name]``: where the
+    output is also specified (not returned as ``ANY``); ``outputs[name]`` means something only
+    there (no constraint elsewhere). Without ``ANY`` it equals ``emits``."""
 
     outputs: dict[str, Any]
     next_state: dict[str, Any]
@@ -115,6 +118,7 @@ class StepEncoding(NamedTuple):
     failed: Any
     declared_failures: dict[int, Any]
     emits: Any
+    cares: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default, never mutated
 
 
 def _port_var(z3: Any, name: str, port: ScalarType) -> Any:
@@ -184,6 +188,7 @@ class _Encoder:
     returned: Any = None
     emitted: Any = None
     outputs: list[Any] = field(default_factory=list)
+    cared: list[Any] = field(default_factory=list)  # per output: emitted and not ANY
 
     # width helpers
     def fit(self, x: Any, w: int) -> Any:
@@ -430,7 +435,9 @@ class _Encoder:
         if isinstance(s, Return):
             values = []
             for value, check in zip(s.values, s.checks, strict=True):
-                if isinstance(value, ArrayRef | ArrayLit | Fill):
+                if isinstance(value, DontCareValue):
+                    values.append(None)
+                elif isinstance(value, ArrayRef | ArrayLit | Fill):
                     values.append(self.array(value, g))
                 else:
                     v = self.expr(value, g)
@@ -443,6 +450,9 @@ class _Encoder:
                 return z3.BoolVal(False)
             self.emitted = z3.Or(self.emitted, ok)
             for k, v in enumerate(values):
+                if v is None:  # ANY: no constraint on this output where this return is taken
+                    continue
+                self.cared[k] = z3.Or(self.cared[k], ok)
                 old = self.outputs[k]
                 if isinstance(v, list):
                     self.outputs[k] = v if old is None else [
@@ -489,7 +499,8 @@ def encode_step(model: BehaviorModel, state: Mapping[str, Any],
                 env[s] = enc.to_internal(values[slot.name], port)
     enc = _Encoder(z3, model, env, range_failed=z3.BoolVal(False),
                    returned=z3.BoolVal(False), emitted=z3.BoolVal(False),
-                   outputs=[None] * len(ir.outputs))
+                   outputs=[None] * len(ir.outputs),
+                   cared=[z3.BoolVal(False)] * len(ir.outputs))
     enc.block(ir.process.body, z3.BoolVal(True))
     outputs: dict[str, Any] = {}
     for (name, port, ty), term in zip(ir.outputs, enc.outputs, strict=True):
@@ -521,8 +532,9 @@ def encode_step(model: BehaviorModel, state: Mapping[str, Any],
                 for site in ir.branches for outcome in (True, False)}
     failed = z3.Or(enc.range_failed, *enc.declared.values()) if enc.declared \
         else enc.range_failed
+    cares = {name: z3.simplify(c) for (name, _, _), c in zip(ir.outputs, enc.cared, strict=True)}
     return StepEncoding(outputs, next_state, branches, z3.simplify(failed), dict(enc.declared),
-                        z3.simplify(enc.emitted))
+                        z3.simplify(enc.emitted), cares)
 
 
 def _zero(port: ScalarType | ArrayType) -> Value:

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rtlforge.behave.base import Failure, ModelInstance
+from rtlforge.behave.base import Failure, ModelInstance, is_dont_care
 from rtlforge.behave.model import BehaviorModel, Instance
 from rtlforge.behave.sim.golden import GoldenUnavailable, golden_instance
-from rtlforge.behave.sim.match import Expected, Observed, Pair, match_outputs
+from rtlforge.behave.sim.match import Expected, Observed, Pair, agrees, match_outputs
 from rtlforge.behave.sim.monitors import MonitorExercise, monitor_exercise
 from rtlforge.behave.sim.protocols import Protocol
 from rtlforge.behave.sim.run import SIM_BACKENDS, RunLog, SimBackend, SimRun, simulate
@@ -157,8 +157,17 @@ def _split(task: BehaveTask, iface: Interface, out: Mapping[str, Value]) -> dict
         raise ValueError(f"the model returned only {present} of interface {iface.name} "
                          f"({names}): an interface's endpoints come together or not at all")
     for e in iface.endpoints:
-        check_value(e.type, out[e.name])
+        if not is_dont_care(out[e.name]):  # ANY: the model leaves it unspecified
+            check_value(e.type, out[e.name])
     return {n: out[n] for n in names}
+
+
+def _shown(values: Any) -> Any:
+    """Values for a report (JSON-able): a don't-care as ``"ANY"``, an unknown endpoint ``"X"``."""
+    if not isinstance(values, dict):
+        return values
+    return {k: "ANY" if is_dont_care(v) else ("X" if v is None else v)
+            for k, v in values.items()}
 
 
 def _segments(stimulus: Stimulus) -> list[int]:
@@ -171,7 +180,7 @@ def _segments(stimulus: Stimulus) -> list[int]:
 
 
 def _decode(iface: Interface, hex_text: str) -> dict[str, Value] | None:
-    if any(c in "xz?" for c in hex_text):
+    if any(c in "xz?/" for c in hex_text):
         return None
     try:
         bits = int(hex_text, 16)
@@ -180,6 +189,25 @@ def _decode(iface: Interface, hex_text: str) -> dict[str, Value] | None:
     values, offset = {}, 0
     for e in iface.endpoints:
         values[e.name] = from_bits(e.type, (bits >> offset) & ((1 << e.width) - 1))
+        offset += e.width
+    return values
+
+
+def _decode_partial(iface: Interface, hex_text: str) -> dict[str, Value | None] | None:
+    """A sample with unknown bits, logged as ``<word, X endpoints zeroed>/<X endpoint mask>``:
+    each endpoint's value, None for those with X/Z bits (what a don't-care may accept)."""
+    word, sep, mask_text = hex_text.partition("/")
+    if not sep:
+        return None
+    try:
+        bits, mask = int(word, 16), int(mask_text, 16)
+    except ValueError:
+        return None
+    values: dict[str, Value | None] = {}
+    offset = 0
+    for k, e in enumerate(iface.endpoints):
+        values[e.name] = (None if (mask >> k) & 1
+                          else from_bits(e.type, (bits >> offset) & ((1 << e.width) - 1)))
         offset += e.width
     return values
 
@@ -204,7 +232,7 @@ class _Judge:
             exp = self.expected[k]
             steps.append(TraceStep(transaction=k, cycle=self.cycles.get(k),
                                    inputs=dict(self.stimulus.transactions[k].inputs),
-                                   expected=None if isinstance(exp, Failure) else exp))
+                                   expected=None if isinstance(exp, Failure) else _shown(exp)))
         return tuple(steps)
 
     def add(self, kind: Any, iface: str, message: str, *, n: int | None, cycle: int | None,
@@ -218,7 +246,7 @@ class _Judge:
         self.first = MismatchRecord(
             kind=kind, interface=iface, transaction=n, cycle=record_cycle, message=message,
             inputs=dict(self.stimulus.transactions[n].inputs) if n is not None else None,
-            expected=expected, observed=observed, trace=self._trace(n))
+            expected=_shown(expected), observed=_shown(observed), trace=self._trace(n))
 
     def pairs(self, iface: str, pairs: Sequence[Pair], *, latency: bool,
               accepts: Mapping[int, Any] | None = None) -> int:
@@ -232,10 +260,11 @@ class _Judge:
             elif o is None:
                 self.add("missing", iface, "the expected output transaction never came",
                          n=e.transaction, cycle=None, expected=e.values)
-            elif o.values != e.values:
+            elif not agrees(e, o):
                 what = "unknown (X/Z) bits" if o.values is None else "a different value"
                 self.add("value", iface, f"the output carries {what}", n=e.transaction,
-                         cycle=o.cycle, expected=e.values, observed=o.values or o.raw)
+                         cycle=o.cycle, expected=e.values,
+                         observed=o.values or o.partial or o.raw)
             else:
                 done += 1
                 if latency and accepts is not None:
@@ -488,7 +517,8 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
                 cyc = cycles[e.transaction] + (iface.latency or 0)
                 last_output = cyc if last_output is None else max(cyc, last_output)
                 raw = samples.get(cyc)
-                obs = (Observed(cycle=cyc, values=_decode(iface, raw), raw=raw)
+                obs = (Observed(cycle=cyc, values=_decode(iface, raw),
+                                partial=_decode_partial(iface, raw), raw=raw)
                        if raw is not None else None)
                 pairs.append(Pair(expected=e, observed=obs))
             completed += judge.pairs(iface.name, pairs, latency=False)

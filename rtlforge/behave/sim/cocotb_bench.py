@@ -23,7 +23,7 @@ from typing import Any
 from rtlforge.behave.sim.protocols import Protocol
 from rtlforge.behave.sim.run import SimRun, design_files, read_run_log
 from rtlforge.behave.sim.stimulus import BACKPRESSURE_CYCLES
-from rtlforge.behave.sim.task import BehaveTask
+from rtlforge.behave.sim.task import BehaveTask, reset_input_bits
 from rtlforge.behave.sim.testbench import (
     GAP_BITS,
     LOG_FILE,
@@ -99,7 +99,9 @@ def bench_config(task: BehaveTask, plan: TestbenchPlan) -> dict[str, Any]:
         "clock": task.clock if task.clock and not task.combinational else None,
         "reset": None if reset is None else {
             "signal": reset.signal, "active": 0 if reset.active == "low" else 1,
-            "cycles": reset.cycles},
+            "cycles": reset.cycles,
+            # [reset] inputs: (pin, bits) driven while reset is active
+            "held": [(e.pin, bits) for e, bits in reset_input_bits(task)]},
         "input": {"name": data.name, "protocol": data.protocol.value,
                   "valid": data.pins.get("valid") or data.pins.get("start"),
                   "ready": data.pins.get("ready")

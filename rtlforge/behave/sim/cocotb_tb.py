@@ -91,6 +91,17 @@ class Bench:
     def word_of(self, o: dict[str, Any]) -> str:
         return "".join(_bits(h, w) for h, w in reversed(o["h_pins"]))
 
+    def sampled_text(self, o: dict[str, Any]) -> str:
+        """As the Verilog testbench logs a sample: the word, or, when some endpoint has X/Z
+        bits, ``<word with those endpoints zeroed>/<mask of those endpoints>``."""
+        parts = [_bits(h, w) for h, w in o["h_pins"]]  # endpoint 0 first
+        unknown = [bool(set(p) - {"0", "1"}) for p in parts]
+        if not any(unknown):
+            return _hex("".join(reversed(parts)))
+        known = ["0" * len(p) if u else p for p, u in zip(parts, unknown, strict=True)]
+        mask = "".join("1" if u else "0" for u in reversed(unknown))  # MSB first
+        return f"{_hex(''.join(reversed(known)))}/{_hex(mask)}"
+
     def sample(self) -> None:
         inp = self.cfg["input"]
         accept = self.offering
@@ -107,7 +118,7 @@ class Bench:
             word = self.word_of(o)
             if o["sampled"]:
                 if not self.in_reset:
-                    self.write(f"{self.cycle} S {o['name']} {_hex(word)}")
+                    self.write(f"{self.cycle} S {o['name']} {self.sampled_text(o)}")
                 continue
             valid = _bits(o["h_valid"], 1)
             take = o["protocol"] != "ready_valid" or _bits(o["h_ready"], 1) == "1"
@@ -169,8 +180,12 @@ class Bench:
         if self.rst is not None:
             self.rst.value = cfg["reset"]["active"]
             self.in_reset = True
+            for name, bits in cfg["reset"]["held"]:
+                self.pin(name).value = bits
             for _ in range(cfg["reset"]["cycles"]):
                 await self.step()
+            # as the Verilog bench's `<=`: logic on the falling edge just made still sees reset
+            await Timer(1, unit="ps")
             self.rst.value = 1 - cfg["reset"]["active"]
             self.in_reset = False
         for o in self.outs:

@@ -6,6 +6,10 @@ order among transactions with the same value of the declared id endpoint; output
 endpoint fall back to in order) or ``multiset`` (content only: each observed pairs with the
 earliest unpaired expected of equal value). Sampled outputs (combinational, per-cycle, fixed
 latency) are read at the cycle the expected value belongs to, so they are always in order.
+
+An expected value may be :data:`~rtlforge.behave.base.DONT_CARE` (the model returned ``ANY``):
+that endpoint is not compared, and unknown (X/Z) bits in it are accepted (``Observed.partial``
+holds the endpoints that were readable). Without don't-cares every comparison is exact, as before.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Expected", "Observed", "Pair", "match_outputs"]
+from rtlforge.behave.base import is_dont_care
+
+__all__ = ["Expected", "Observed", "Pair", "agrees", "match_outputs"]
 
 
 class _Frozen(BaseModel):
@@ -31,6 +37,8 @@ class Expected(_Frozen):
 class Observed(_Frozen):
     cycle: int
     values: dict[str, Any] | None  # None: unknown bits (X/Z) in the log
+    # per endpoint, None where that endpoint had unknown bits (only when ``values`` is None)
+    partial: dict[str, Any] | None = None
     first: int = 0
     stalled: int = 0
     raw: str = ""
@@ -43,7 +51,23 @@ class Pair(_Frozen):
     @property
     def ok(self) -> bool:
         return (self.expected is not None and self.observed is not None
-                and self.observed.values == self.expected.values)
+                and agrees(self.expected, self.observed))
+
+
+def agrees(expected: Expected, observed: Observed) -> bool:
+    """The observation carries the expected value on every endpoint the model specified."""
+    want = expected.values
+    if not any(is_dont_care(v) for v in want.values()):
+        return observed.values == want
+    have = observed.values if observed.values is not None else observed.partial
+    if have is None or set(have) != set(want):
+        return False
+    return all(is_dont_care(v) or (have[k] is not None and have[k] == v)
+               for k, v in want.items())
+
+
+def _wild(e: Expected) -> bool:
+    return any(is_dont_care(v) for v in e.values.values())
 
 
 def _key(values: dict[str, Any] | None) -> tuple[tuple[str, Any], ...] | None:
@@ -53,8 +77,8 @@ def _key(values: dict[str, Any] | None) -> tuple[tuple[str, Any], ...] | None:
 def match_outputs(expected: Sequence[Expected], observed: Sequence[Observed], *, policy: str,
                   id_field: str | None = None) -> list[Pair]:
     """Pairs in the order of ``expected``, then unexpected observations (expected None)."""
-    if policy == "by_id" and id_field is not None and all(id_field in e.values
-                                                          for e in expected):
+    if policy == "by_id" and id_field is not None and all(
+            id_field in e.values and not is_dont_care(e.values[id_field]) for e in expected):
         groups_e: dict[Any, list[Expected]] = defaultdict(list)
         groups_o: dict[Any, list[Observed]] = defaultdict(list)
         for e in expected:
@@ -77,14 +101,19 @@ def match_outputs(expected: Sequence[Expected], observed: Sequence[Observed], *,
                                                                          key=lambda o: o.cycle)]
     if policy == "multiset":
         by_value: dict[Any, list[int]] = defaultdict(list)
+        wild: list[int] = []  # expected with don't-cares: matched by content, scanned in order
         for n, e in enumerate(expected):
-            by_value[_key(e.values)].append(n)
+            (wild if _wild(e) else by_value[_key(e.values)]).append(n)
         taken: dict[int, Observed] = {}
         extra: list[Observed] = []
         for o in observed:
             slots = by_value.get(_key(o.values))
             if slots:
                 taken[slots.pop(0)] = o
+                continue
+            fit = next((k for k, n in enumerate(wild) if agrees(expected[n], o)), None)
+            if fit is not None:
+                taken[wild.pop(fit)] = o
             else:
                 extra.append(o)
         # what is left pairs up in order, so a wrong value shows beside what was expected

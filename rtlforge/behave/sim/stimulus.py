@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.behave.sim.protocols import Protocol
-from rtlforge.behave.sim.task import BehaveTask
+from rtlforge.behave.sim.task import BehaveTask, Endpoint
 from rtlforge.behave.types import ArrayType, ScalarType, Value, from_bits
 
 __all__ = [
@@ -27,6 +27,8 @@ __all__ = [
     "StimulusConfig",
     "Transaction",
     "edge_cases",
+    "effective_config",
+    "extreme",
     "generate_stimulus",
 ]
 
@@ -90,6 +92,37 @@ def edge_cases(t: ScalarType | ArrayType) -> list[Value]:
     return values
 
 
+#: Transactions per cross-endpoint corner of the edge sweep (repeated, so state builds up).
+CORNER_REPEATS = 3
+
+
+def extreme(t: ScalarType | ArrayType, high: bool) -> Value:
+    """The type's largest (``high``) or smallest value; an array's every element at it."""
+    if isinstance(t, ArrayType):
+        return tuple(extreme(t.element, high) for _ in range(t.length))
+    if t.kind == "bool":
+        return high
+    return t.hi if high else t.lo
+
+
+def _corners(static: list[Endpoint], data: list[Endpoint], sequence: int) -> list[Transaction]:
+    """Every endpoint at its minimum together, then at its maximum (configuration too, and
+    the two mixed when there is configuration), each after a reset and held for a few
+    transactions: what a sweep changing one endpoint at a time never reaches (e.g. an all -128
+    matrix times an all -128 vector). Deterministic: it draws nothing from the random
+    generator, so the random part of every stimulus is the same with or without it."""
+    combos = [(False, False), (True, True)]
+    if static:
+        combos += [(False, True), (True, False)]
+    out: list[Transaction] = []
+    for static_high, data_high in combos:
+        inputs = {**{e.name: extreme(e.type, static_high) for e in static},
+                  **{e.name: extreme(e.type, data_high) for e in data}}
+        out += [Transaction(inputs=inputs, reset=k == 0, sequence=sequence)
+                for k in range(CORNER_REPEATS)]
+    return out
+
+
 def _random_value(t: ScalarType | ArrayType, rng: random.Random, edge_fraction: float,
                   edges: dict[ScalarType | ArrayType, list[Value]]) -> Value:
     """A random value, an edge case with probability ``edge_fraction`` (per array element).
@@ -125,9 +158,22 @@ def _backpressure(rng: random.Random) -> tuple[bool, ...]:
     return tuple(out[:BACKPRESSURE_CYCLES])
 
 
-def generate_stimulus(task: BehaveTask, config: StimulusConfig | None = None) -> Stimulus:
-    """The seeded stimulus for ``task``: the same seed gives the same transactions."""
+def effective_config(task: BehaveTask, config: StimulusConfig | None = None) -> StimulusConfig:
+    """``config`` with the task's ``[stimulus]`` settings for every field the caller did not set
+    explicitly (pydantic's ``model_fields_set``): explicit, then the task's, then the default."""
     config = config or StimulusConfig()
+    from_task = {name: value for name, value in task.stimulus.model_dump(exclude_none=True).items()
+                 if name not in config.model_fields_set}
+    return StimulusConfig.model_validate({**config.model_dump(include=config.model_fields_set),
+                                          **from_task}) if from_task else config
+
+
+def generate_stimulus(task: BehaveTask, config: StimulusConfig | None = None) -> Stimulus:
+    """The seeded stimulus for ``task``: the same seed gives the same transactions.
+
+    The task's ``[stimulus]`` settings apply to the fields ``config`` leaves at their defaults
+    (:func:`effective_config`)."""
+    config = effective_config(task, config)
     rng = random.Random(config.seed)
     data = task.data_input
     # without a valid pin an idle cycle would look like a transaction to the design
@@ -158,6 +204,7 @@ def generate_stimulus(task: BehaveTask, config: StimulusConfig | None = None) ->
             reset = k == 0 or endpoint in static
             txns.append(Transaction(inputs={**held, **values}, gap=gap(), reset=reset,
                                     sequence=seq))
+        txns += _corners(static, list(data.endpoints), seq)
         seq += 1
     held = config_values()
     for s in range(config.sequences):

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rtlforge.behave.sim.protocols import Protocol, allowed_pins, required_pins
-from rtlforge.behave.types import ArrayType, ScalarType, ValueType, bit_width
+from rtlforge.behave.types import ArrayType, ScalarType, ValueType, bit_width, to_bits
 from rtlforge.core.errors import TaskFormatError
 
 __all__ = [
@@ -33,8 +33,10 @@ __all__ = [
     "LatencyBounds",
     "Matching",
     "ResetSpec",
+    "StimulusSettings",
     "load_behave_task",
     "parse_type",
+    "reset_input_bits",
 ]
 
 TASK_FILE = "behave.toml"
@@ -130,10 +132,36 @@ class Interface(_Frozen):
 
 
 class ResetSpec(_Frozen):
+    """The reset port and how the testbench applies it.
+
+    ``inputs``: values some input endpoints are driven to while reset is active (e.g. an
+    enable a synchronous reset acts only under, as RTLLM's LIFObuffer's does); an endpoint not
+    named keeps whatever it last carried (the previous transaction's value), as without it."""
+
     signal: str
     active: Literal["high", "low"] = "high"
     kind: Literal["sync", "async"] = "sync"
     cycles: int = Field(2, ge=1, le=64)
+    inputs: dict[str, int | bool] = Field(default_factory=dict)
+
+
+class StimulusSettings(_Frozen):
+    """The task's own stimulus defaults (``[stimulus]``), e.g. for a design whose behaviour
+    unfolds over long time constants. Each field set here replaces the
+    :class:`~rtlforge.behave.sim.stimulus.StimulusConfig` default for this task; a caller that
+    sets the field explicitly (a CLI flag) still wins."""
+
+    sequences: int | None = Field(None, ge=0, le=10_000)
+    transactions: int | None = Field(None, ge=1, le=1_000_000)  # per sequence
+    continuous_fraction: float | None = Field(None, ge=0, le=1)
+    reset_probability: float | None = Field(None, ge=0, le=1)
+    idle_probability: float | None = Field(None, ge=0, le=1)
+    edge_fraction: float | None = Field(None, ge=0, le=1)
+    max_gap: int | None = Field(None, ge=0, le=255)
+
+
+#: At most this many random transactions a task's ``[stimulus]`` may ask for (bounded runs).
+MAX_TASK_TRANSACTIONS = 2_000_000
 
 
 class Matching(_Frozen):
@@ -160,6 +188,7 @@ class BehaveTask(_Frozen):
     interfaces: tuple[Interface, ...] = Field(min_length=2)
     matching: Matching = Matching()
     latency: LatencyBounds = LatencyBounds()
+    stimulus: StimulusSettings = StimulusSettings()
     golden: str  # file name of the golden behaviour-DSL model inside the task directory
     rtllm: str | None = None  # an RTLLM v2 design this task models (rtlforge.behave.rtllm)
     directory: Path | None = Field(None, exclude=True)
@@ -268,8 +297,15 @@ def check_task(task: BehaveTask) -> None:
             claim(ep.pin, f"{field}.port")
     if not task.combinational and task.clock is None:
         raise _fail("a clocked protocol needs the clock port", "clock")
+    if task.reset is not None:
+        _check_reset_inputs(task, task.reset)
     if task.latency.min > task.latency.max:
         raise _fail("min exceeds max", "latency")
+    total = (task.stimulus.sequences if task.stimulus.sequences is not None else 50) * (
+        task.stimulus.transactions if task.stimulus.transactions is not None else 100)
+    if total > MAX_TASK_TRANSACTIONS:
+        raise _fail(f"sequences x transactions is {total}, more than {MAX_TASK_TRANSACTIONS}",
+                    "stimulus")
     if task.matching.policy == "by_id":
         out_names = {e.name for i in task.outputs for e in i.endpoints}
         if task.matching.id_field not in out_names:
@@ -280,6 +316,34 @@ def check_task(task: BehaveTask) -> None:
         raise _fail(f"{task.golden!r} is not a plain file name in the task directory", "golden")
     if task.rtllm is not None and not _PLAIN_FILE.match(task.rtllm):
         raise _fail(f"{task.rtllm!r} is not an RTLLM design folder name", "rtllm")
+
+
+def _check_reset_inputs(task: BehaveTask, reset: ResetSpec) -> None:
+    endpoints = {e.name: e for e in task.input_endpoints}
+    for name, value in reset.inputs.items():
+        field = f"reset.inputs.{name}"
+        endpoint = endpoints.get(name)
+        if endpoint is None:
+            raise _fail(f"{name!r} is not an input endpoint of the task", field)
+        if not isinstance(endpoint.type, ScalarType):
+            raise _fail("only a scalar endpoint can be held during reset", field)
+        t = endpoint.type
+        if t.kind == "bool":
+            ok = isinstance(value, bool) or value in (0, 1)
+        else:
+            ok = not isinstance(value, bool) and t.lo <= value <= t.hi
+        if not ok:
+            raise _fail(f"{value!r} is not a value of {name}'s type "
+                        f"({t.kind}{t.width if t.kind != 'bool' else ''})", field)
+
+
+def reset_input_bits(task: BehaveTask) -> tuple[tuple[Endpoint, int], ...]:
+    """The endpoints held during reset and their bit patterns (none without ``inputs``)."""
+    if task.reset is None:
+        return ()
+    endpoints = {e.name: e for e in task.input_endpoints}
+    return tuple((endpoints[name], to_bits(endpoints[name].type, int(value)))
+                 for name, value in task.reset.inputs.items())
 
 
 # ------------------------------------------------------------------------------- loading

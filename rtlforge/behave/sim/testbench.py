@@ -11,7 +11,9 @@ before the rising edge, the design updates on the rising edge. Log lines (``cycl
 - ``C A <index> <stalls>``: input transaction ``index`` accepted (``stalls``: output stall
   cycles so far, which latency excludes);
 - ``C O <iface> <hex> <first> <stalls>``: an output transfer, first offered in cycle ``first``;
-- ``C S <iface> <hex>``: a per-cycle sample of a sampled output interface;
+- ``C S <iface> <hex>``: a per-cycle sample of a sampled output interface; when it has X/Z
+  bits, ``<hex>`` is ``<word with those endpoints zeroed>/<mask of those endpoints>`` (endpoint
+  0 the mask's lowest bit), so a don't-care endpoint's X does not hide its neighbours;
 - ``C F``: the first input transaction of the run is offered (the start of a workload);
 - ``C R``: a reset ended; ``C V <iface> <kind>``: a protocol-monitor violation;
 - ``C W``: the watchdog fired (no progress for the stall limit); ``C E``: the run ended.
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rtlforge.behave.sim.protocols import Protocol
 from rtlforge.behave.sim.stimulus import BACKPRESSURE_CYCLES, MAX_GAP, Stimulus
-from rtlforge.behave.sim.task import BehaveTask, Interface
+from rtlforge.behave.sim.task import BehaveTask, Interface, reset_input_bits
 from rtlforge.behave.types import to_bits
 
 __all__ = ["LOG_FILE", "STIM_FILE", "TB_FILE", "TB_TOP", "TestbenchPlan", "plan_testbench"]
@@ -59,6 +61,18 @@ def bp_file(iface: Interface) -> str:
 def _word_expr(iface: Interface) -> str:
     """The interface's endpoints packed, first endpoint in the low bits."""
     parts = [e.pin for e in reversed(iface.endpoints)]
+    return parts[0] if len(parts) == 1 else "{" + ", ".join(parts) + "}"
+
+
+def _unknown_mask(iface: Interface) -> str:
+    """One bit per endpoint (endpoint 0 lowest): the endpoint has X/Z bits."""
+    bits = [f"(^({e.pin}) === 1'bx)" for e in reversed(iface.endpoints)]
+    return bits[0] if len(bits) == 1 else "{" + ", ".join(bits) + "}"
+
+
+def _known_expr(iface: Interface) -> str:
+    """The interface's word with every endpoint that has X/Z bits zeroed (the rest readable)."""
+    parts = [f"((^({e.pin}) === 1'bx) ? {e.width}'d0 : {e.pin})" for e in reversed(iface.endpoints)]
     return parts[0] if len(parts) == 1 else "{" + ", ".join(parts) + "}"
 
 
@@ -142,8 +156,10 @@ def plan_testbench(task: BehaveTask, stimulus: Stimulus, *, stall_limit: int | N
         word = _word_expr(o)
         s = [f"      // receiver for {o.name} ({o.protocol.value})"]
         if o.sampled:
-            s.append(f"      if (!bt_in_reset) $fwrite(bt_fd, \"%0d S {o.name} %h\\n\", bt_cycle, "
-                     f"{word});")
+            s += [f"      if (!bt_in_reset && ^({word}) === 1'bx) $fwrite(bt_fd, "
+                  f"\"%0d S {o.name} %h/%h\\n\", bt_cycle, {_known_expr(o)}, {_unknown_mask(o)});",
+                  f"      else if (!bt_in_reset) $fwrite(bt_fd, \"%0d S {o.name} %h\\n\", "
+                  f"bt_cycle, {word});"]
         else:
             v = o.pins.get("valid") or o.pins["done"]
             take = o.pins["ready"] if o.protocol is Protocol.READY_VALID else "1'b1"
@@ -192,7 +208,9 @@ def plan_testbench(task: BehaveTask, stimulus: Stimulus, *, stall_limit: int | N
     start_done = data.protocol is Protocol.START_DONE
     can_offer = "bt_outstanding == 0" if start_done else "1'b1"
 
-    reset_body = ([f"      {reset.signal} = {active}; bt_in_reset = 1;",
+    # endpoints the task holds at a value while reset is active ([reset] inputs)
+    held = [f"      {e.pin} = {e.width}'h{bits:x};" for e, bits in reset_input_bits(task)]
+    reset_body = ([f"      {reset.signal} = {active}; bt_in_reset = 1;", *held,
                    f"      repeat ({reset.cycles}) bt_step;",
                    # released with <=: a design's negedge logic in this same time step
                    # (the falling edge just made) still sees reset, in any simulator order
