@@ -149,8 +149,9 @@ class _BehaveReward(Reward):
     """Shared machinery: task resolution and caching, extraction, parallel checks, verdicts.
 
     Options: ``tasks`` (a directory of task directories, or one task directory, for the
-    ``task_id`` column), the stimulus (``seed``, ``sequences``, ``transactions``: the issue's
-    baseline 50 x 100 by default, so the reward agrees with ``rtlforge behave check``),
+    ``task_id`` column), the stimulus (``seed``, ``sequences``, ``transactions``: unset, the
+    task's ``[stimulus]`` or the issue's baseline 50 x 100, so the reward agrees with
+    ``rtlforge behave check``),
     ``timeout_s`` per tool run, ``workers`` parallel RTL checks, and ``runner`` (a sandbox
     runner; by default one is made on first use and kept until :meth:`close`).
     """
@@ -158,14 +159,17 @@ class _BehaveReward(Reward):
     name: ClassVar[str]
     artifact: ClassVar[Literal["rtl", "model"]] = "rtl"
 
-    def __init__(self, tasks: str | Path | None = None, *, seed: int = 0, sequences: int = 50,
-                 transactions: int = 100, timeout_s: float = 120.0, workers: int = 4,
-                 runner: Any = None) -> None:
+    def __init__(self, tasks: str | Path | None = None, *, seed: int = 0,
+                 sequences: int | None = None, transactions: int | None = None,
+                 timeout_s: float = 120.0, workers: int = 4, runner: Any = None) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
         self.tasks = Path(tasks) if tasks is not None else None
-        self.stimulus_config = StimulusConfig(seed=seed, sequences=sequences,
-                                              transactions=transactions)
+        given = {"sequences": sequences, "transactions": transactions}
+        # only what the caller gave counts as explicit: the rest comes from each task's
+        # [stimulus], then the defaults (generate_stimulus reads model_fields_set)
+        self.stimulus_config = StimulusConfig(
+            seed=seed, **{k: v for k, v in given.items() if v is not None})
         self.timeout_s = timeout_s
         self.workers = workers
         self._runner = runner

@@ -204,3 +204,16 @@ def test_grpo_trainer_resolves_the_reward_by_name(tmp_path: Path) -> None:
                  task_id=["rv_accum", "rv_accum"])
     assert rewards == [1.0, 0.0]
     assert isinstance(fn.reward, BehaveModelReward)
+
+
+def test_a_tasks_own_stimulus_settings_apply_unless_the_reward_sets_them(tmp_path: Path) -> None:
+    """[stimulus] in behave.toml (long time constants) reaches the reward; explicit wins."""
+    task_dir = tmp_path / "rv_accum"
+    shutil.copytree(TASK, task_dir)
+    toml = task_dir / "behave.toml"
+    toml.write_text(toml.read_text() + "\n[stimulus]\nsequences = 2\ntransactions = 7\n")
+    edge_sweep = len(BehaveRTLReward(sequences=0).prepare(task_dir).stimulus.transactions)
+    from_task = BehaveRTLReward().prepare(task_dir).stimulus
+    assert len(from_task.transactions) == edge_sweep + 2 * 7
+    explicit = BehaveRTLReward(sequences=1, transactions=5).prepare(task_dir).stimulus
+    assert len(explicit.transactions) == edge_sweep + 5
