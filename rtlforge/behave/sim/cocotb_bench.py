@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rtlforge.behave.sim.protocols import Protocol
-from rtlforge.behave.sim.run import SimRun, design_files, read_run_log
+from rtlforge.behave.sim.run import SimRun, design_files, icarus_build_failure, read_run_log
 from rtlforge.behave.sim.stimulus import BACKPRESSURE_CYCLES
 from rtlforge.behave.sim.task import BehaveTask, reset_input_bits
 from rtlforge.behave.sim.testbench import (
@@ -34,7 +34,7 @@ from rtlforge.behave.sim.testbench import (
 )
 from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.models import Candidate, SourceFile
-from rtlforge.eda.stages import compiled_sources, icarus_compile_verdict
+from rtlforge.eda.stages import compiled_sources
 from rtlforge.eda.tools import ICARUS, PYTHON, VVP
 from rtlforge.sandbox.runner import SandboxRunner, find_tool
 
@@ -168,13 +168,9 @@ def simulate_cocotb(task: BehaveTask, plan: TestbenchPlan, candidate: Candidate,
         if build.returncode == NO_COCOTB:
             raise ToolMissingError("cocotb>=2", "cocotb_tools.runner is not importable in the "
                                    f"sandboxed Python: {build.output[-300:]}")
-        texts = {f.name: f.content for f in design}
-        verdict, feedback = icarus_compile_verdict(build, stage="behave-sim", files=texts,
-                                                   strict_sorry=False, timeout=timeout_s)
-        if verdict.value != "pass":
-            status = "timeout" if build.timed_out else "compile_error"
-            return SimRun(status=status, feedback=tuple(feedback), compile_s=compile_s,
-                          message=build.output[-2000:])
+        failed = icarus_build_failure(build, design, timeout_s, compile_s)
+        if failed is not None:
+            return failed
         start = time.perf_counter()
         test = runner.run([*driver, "test"], cwd=workdir, timeout=timeout_s, tool=PYTHON)
         sim_s = time.perf_counter() - start

@@ -28,7 +28,7 @@ from rtlforge.eda.stages import (
     read_dump,
 )
 from rtlforge.eda.tools import ICARUS, VVP
-from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.sandbox.runner import SandboxRunner, ToolRun
 
 __all__ = [
     "SIM_BACKENDS",
@@ -177,6 +177,20 @@ def read_run_log(workdir: Path, output: str) -> RunLog | str:
     return parse_log(dump[0], truncated=dump[1])
 
 
+def icarus_build_failure(build: ToolRun, design: tuple[SourceFile, ...], timeout_s: float,
+                         compile_s: float) -> SimRun | None:
+    """The run's result when Icarus did not compile the design (the design's compile error,
+    or a timeout), None when it did: the Icarus and cocotb backends judge a build alike."""
+    texts = {f.name: f.content for f in design}
+    verdict, feedback = icarus_compile_verdict(build, stage="behave-sim", files=texts,
+                                               strict_sorry=False, timeout=timeout_s)
+    if verdict.value == "pass":
+        return None
+    status = "timeout" if build.timed_out else "compile_error"
+    return SimRun(status=status, feedback=tuple(feedback), compile_s=compile_s,
+                  message=build.output[-2000:])
+
+
 def simulate(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner, *,
              timeout_s: float = 120.0) -> SimRun:
     """Compile and run ``candidate`` in ``plan``'s testbench; sandbox errors propagate (the
@@ -188,13 +202,9 @@ def simulate(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner, *
         start = time.perf_counter()
         build = runner.run(argv, cwd=workdir, timeout=timeout_s, tool=ICARUS)
         compile_s = time.perf_counter() - start
-        texts = {f.name: f.content for f in design}
-        verdict, feedback = icarus_compile_verdict(build, stage="behave-sim", files=texts,
-                                                   strict_sorry=False, timeout=timeout_s)
-        if verdict.value != "pass":
-            status = "timeout" if build.timed_out else "compile_error"
-            return SimRun(status=status, feedback=tuple(feedback), compile_s=compile_s,
-                          message=build.output[-2000:])
+        failed = icarus_build_failure(build, design, timeout_s, compile_s)
+        if failed is not None:
+            return failed
         start = time.perf_counter()
         sim = runner.run(["vvp", "-n", SIM_IMAGE], cwd=workdir, timeout=timeout_s, tool=VVP)
         sim_s = time.perf_counter() - start
