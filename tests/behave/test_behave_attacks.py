@@ -170,6 +170,17 @@ def test_task_huge_and_binary_spec_files_are_refused(tmp_path: Path) -> None:
         load_behave_task(folder)
 
 
+@_tool
+def test_empty_stimulus_never_passes(gated: SandboxRunner) -> None:
+    """Attack: a stimulus with no transactions (no sequences, no edge sweep; a per_cycle
+    input with no endpoints makes the sweep empty too): nothing is checked, so any design,
+    a wrong one included, would pass vacuously."""
+    task = load_behave_task(EXAMPLES / "add8")
+    empty = StimulusConfig(sequences=0, edge_sweep=False)
+    result = _check(task, _design(WRONG), gated, stimulus=empty)
+    assert result.verdict == "infra_error" and "no transactions" in result.message
+
+
 # ------------------------------------------------------------------------------ RTLLM roots
 
 
@@ -278,6 +289,29 @@ def test_design_rewriting_the_log_is_refused_by_the_gate(add8: BehaveTask,
     ended run with no transactions in it."""
     result = _check(add8, _design(WRONG, LOG_REWRITE), gated)
     assert result.verdict == "fail" and result.message.startswith("security:")
+
+
+@_tool
+def test_design_rewriting_the_log_without_the_gate_does_not_pass(
+        add8: BehaveTask, ungated: SandboxRunner) -> None:
+    """Attack: the log rewrite above with the gate off: an ended log that accepted none of the
+    stimulus's transactions must not read as a pass. (A design that, with the gate off,
+    recomputes and writes a complete, correct log is a forgery only the gate stops: it runs in
+    the testbench's own process.)"""
+    result = _check(add8, _design(WRONG, LOG_REWRITE), ungated)
+    assert result.verdict == "fail"
+
+
+@_tool
+def test_design_ending_the_testbench_loop_without_the_gate_does_not_pass(
+        add8: BehaveTask, ungated: SandboxRunner) -> None:
+    """Attack: with the gate off, a hierarchical write into the testbench
+    (``behave_tb.bt_ip``) that ends its stimulus loop after the first transactions, so the
+    log ends cleanly with almost nothing checked."""
+    extra = "initial #45 behave_tb.bt_ip = 1000000;"
+    wrong_later = WRONG.replace("a - b", "($time < 1000) ? a + b : a - b")
+    result = _check(add8, _design(wrong_later, extra), ungated)
+    assert result.verdict == "fail"
 
 
 @_tool
