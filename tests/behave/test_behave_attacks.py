@@ -270,6 +270,31 @@ def test_rtllm_huge_and_binary_descriptions_are_refused(tmp_path: Path) -> None:
 
 
 @_tool
+@pytest.mark.parametrize("backend", [
+    "icarus", pytest.param("verilator", marks=[
+        pytest.mark.slow, pytest.mark.requires_tools("verilator", "make", "g++")])])
+def test_design_finish_at_time_zero_is_a_fail(backend: str, add8: BehaveTask,
+                                              gated: SandboxRunner) -> None:
+    """Attack: ``initial $finish;`` ends the simulation before the testbench opens its log,
+    turning the design's own act into an infrastructure error (a reward would abstain instead
+    of scoring 0)."""
+    result = _check(add8, _design(RIGHT, "initial $finish;"), gated, backend=backend,
+                    timeout_s=120.0)
+    assert result.verdict == "fail"
+    assert any(v.kind == "early_end" for v in result.violations)
+
+
+@_tool
+def test_design_output_flood_at_time_zero_is_a_fail(add8: BehaveTask,
+                                                    gated: SandboxRunner) -> None:
+    """Attack: a ``$display`` flood from time 0: the sandbox kills the run at its output cap
+    before any log exists, which must count against the design, not the infrastructure."""
+    flood = 'initial forever $display("%0200d", 0);'
+    result = _check(add8, _design(RIGHT, flood), gated)
+    assert result.verdict == "fail"
+
+
+@_tool
 def test_design_finish_mid_run_is_an_early_end(add8: BehaveTask, gated: SandboxRunner) -> None:
     """Attack: a design that ends the simulation after a few cycles, hoping a short log with
     few mismatches, or none, passes."""
@@ -374,6 +399,29 @@ def test_design_that_never_advances_time_times_out(add8: BehaveTask,
     extra = "integer spin = 0;\ninitial #15 while (1) spin = spin + 1;"
     result = _check(add8, _design(RIGHT, extra), gated, timeout_s=2.0)
     assert result.verdict == "timeout"
+
+
+@_tool
+def test_stimulus_file_over_the_workspace_limit_is_not_the_designs_fault(
+        tmp_path: Path, gated: SandboxRunner) -> None:
+    """Attack: a legal ``uint4096`` task whose stimulus file (4 000 random 1 024-digit words,
+    less than the default 5 000) is over the sandbox's per-file limit: the refusal of our own
+    file must be an infrastructure error, not an ``error`` verdict on a correct design."""
+    toml = (ADD8_TOML.replace('{ name = "a", type = "uint8" }, { name = "b", type = "uint8" }',
+                              '{ name = "a", type = "uint4096" }')
+            .replace('{ name = "sum", type = "uint9" }', '{ name = "y", type = "uint4096" }'))
+    golden = ("from rtlforge.behave.model.dsl import *\n\n\nclass Out(Record):\n"
+              "    y: UInt[4096]\n\n\nclass Wide(Model):\n    def reset(self):\n        pass\n\n"
+              "    def process(self, a: UInt[4096]) -> Out:\n        return Out(y=a)\n")
+    folder = _task_dir(tmp_path, toml.replace('spec_file = "spec.md"\n', ""))
+    (folder / "golden.py").write_text(golden)
+    task = load_behave_task(folder)
+    design = Candidate.from_source("module add8(input [4095:0] a, output [4095:0] y);\n"
+                                   "  assign y = a;\nendmodule\n")
+    result = check_rtl(task, design, runner=gated,
+                       stimulus=StimulusConfig(sequences=2, transactions=2000))
+    assert result.verdict == "infra_error", result.message
+    assert "stimulus" in result.message
 
 
 # ------------------------------------------------------------------------------ misc
