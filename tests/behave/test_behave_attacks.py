@@ -451,3 +451,25 @@ def test_environment_workspace_refuses_paths_and_hidden_names() -> None:
             ws.write(name, "module m; endmodule\n")
         assert err.value.kind == "bad_name"
     assert ws.names() == []
+
+
+@pytest.mark.tools
+@pytest.mark.slow  # one Verilator build: about 30 s
+@pytest.mark.requires_tools("verilator", "make", "g++")
+def test_rtl_coverage_does_not_compile_a_design_header_shadowing_verilated_h(
+        add8: BehaveTask, gated: SandboxRunner) -> None:
+    """Attack: a design that ships a file named ``verilated.h`` holding C++: the gate reads it
+    as (harmless) text, but the coverage build's own C++ main, written next to it, would
+    include it instead of Verilator's and run its code. Here it holds an ``#error``, so a
+    build that compiled it says so."""
+    from rtlforge.behave.sim.rtlcov import rtl_coverage
+    from rtlforge.behave.sim.stimulus import Stimulus, Transaction
+    from rtlforge.core.models import SourceFile
+
+    marker = "rtlforge-attack-design-header-compiled"
+    design = Candidate(files=(SourceFile(name="add8.v", content=RIGHT.replace("{extra}", "")),
+                              SourceFile(name="verilated.h", content=f"#error {marker}\n")))
+    stim = Stimulus(transactions=(Transaction(inputs={"a": 1, "b": 2}, reset=True),))
+    cov = rtl_coverage(add8, design, stim, gated, timeout_s=300)
+    assert marker not in cov.message
+    assert cov.status == "ok", cov.message
