@@ -473,3 +473,55 @@ def test_rtl_coverage_does_not_compile_a_design_header_shadowing_verilated_h(
     cov = rtl_coverage(add8, design, stim, gated, timeout_s=300)
     assert marker not in cov.message
     assert cov.status == "ok", cov.message
+
+
+# ------------------------------------------------------------------------------ rewards
+
+
+@pytest.mark.parametrize("artifact", ["rtl", "model"])
+def test_reward_extraction_of_unclosed_fences_is_linear(artifact: str) -> None:
+    """Attack: a fence opener followed by one 60 kB word and no newline, and thousands of
+    openers on one line: the fence pattern backtracked through the word once per character
+    (quadratic: 3.4 s for 36 kB, 90 s for a 120 kB completion), stalling every reward of a
+    training step. Linear now: milliseconds."""
+    from rtlforge.behave.rewards import BehaveModelReward, BehaveRTLReward
+
+    reward = (BehaveRTLReward if artifact == "rtl" else BehaveModelReward)(sequences=1,
+                                                                          transactions=1)
+    completions = ["```" + "module" * 10_000, "```" * 6000]
+    start = time.perf_counter()
+    details = reward.score_detailed([""] * 2, completions, behave_task=[EXAMPLES / "add8"] * 2)
+    assert time.perf_counter() - start < 3.0
+    assert all(d.reward == 0.0 and "no_code" in d.flags for d in details)
+
+
+def test_extraction_still_reads_fences_with_info_strings() -> None:
+    """The linear fence pattern still reads what the old one did: a language tag followed by
+    more info text, and an untagged fence (CommonMark: a backtick fence's info string holds
+    no backtick, so none is lost)."""
+    from rtlforge.behave.rewards import extract_model_source
+    from rtlforge.generation.extract import extract_verilog
+
+    body = "module m(input a, output y); assign y = a; endmodule\n"
+    assert extract_verilog(f"Here:\n```verilog title=m.v\n{body}```\nDone.").strip() == \
+        body.strip()
+    assert extract_verilog(f"```\n{body}```").strip() == body.strip()
+    model = "class A(Model):\n    pass\n"
+    assert extract_model_source(f"```python {{.numberLines}}\n{model}```") == model
+
+
+def test_reward_giant_and_repeated_completions_are_scored_once(gated: SandboxRunner) -> None:
+    """Attack: 200 copies of one completion padded to 5 MB of comment text: checked once
+    (one simulation, not 200), and the padding is no crash."""
+    from rtlforge.behave.rewards import BehaveRTLReward
+
+    right = RIGHT.replace("{extra}", "")
+    giant = f"```verilog\n{right}```\n" + ("// " + "x" * 1000 + "\n") * 5000
+    reward = BehaveRTLReward(sequences=2, transactions=20, runner=gated)
+    calls: list[int] = []
+    real = reward._check
+    reward._check = lambda prep, source: calls.append(1) or real(prep, source)  # type: ignore[method-assign]
+    details = reward.score_detailed([""] * 200, [giant] * 200,
+                                    behave_task=[EXAMPLES / "add8"] * 200)
+    assert len(calls) == 1
+    assert {d.reward for d in details} == {1.0}
