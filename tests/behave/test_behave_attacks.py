@@ -525,3 +525,49 @@ def test_reward_giant_and_repeated_completions_are_scored_once(gated: SandboxRun
                                     behave_task=[EXAMPLES / "add8"] * 200)
     assert len(calls) == 1
     assert {d.reward for d in details} == {1.0}
+
+
+# ------------------------------------------------------------------------------ guided search
+
+_MUL_CHAIN = """from rtlforge.behave.model.dsl import *
+
+
+class Out(Record):
+    y: UInt[2048]
+
+
+class Chain(Model):
+    def reset(self):
+        pass
+
+    def process(self, a: UInt[2048]) -> Out:
+        x = a
+        for i in range(1000):
+            x = wrap(x * x + a, 2048)
+        if x == 12345:
+            return Out(y=1)
+        return Out(y=x)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="known, not fixed: one unrolled step of the Z3 encoding "
+                   "(Python term building and z3.simplify) is not interruptible, so a model "
+                   "within the DSL's caps overruns the budget by that step (measured: 9.7 s for "
+                   "a 2 s budget with 2000 chained 2048-bit products)")
+def test_guided_search_keeps_its_budget_on_a_chain_of_wide_products(tmp_path: Path) -> None:
+    """Attack: a golden within every DSL cap (1000 chained 2048-bit multiplications) whose Z3
+    encoding of one transaction outlasts the search budget many times over."""
+    from rtlforge.behave.sim.golden import golden_model
+    from rtlforge.behave.sim.guided import GuidedConfig, guided_check_model
+
+    toml = (ADD8_TOML.replace('{ name = "a", type = "uint8" }, { name = "b", type = "uint8" }',
+                              '{ name = "a", type = "uint2048" }')
+            .replace('{ name = "sum", type = "uint9" }', '{ name = "y", type = "uint2048" }')
+            .replace('spec_file = "spec.md"\n', ""))
+    folder = _task_dir(tmp_path, toml)
+    (folder / "golden.py").write_text(_MUL_CHAIN)
+    task = load_behave_task(folder)
+    golden = golden_model(task)
+    result = guided_check_model(task, golden, stimulus=StimulusConfig(
+        sequences=1, transactions=2, edge_sweep=False), config=GuidedConfig(budget_s=1.0))
+    assert result.search.elapsed_s < 1.0 + 1.0
