@@ -374,6 +374,34 @@ def test_design_file_io_without_the_gate_stays_in_the_run_directory(
 
 
 @_tool
+def test_design_output_flood_mid_run_is_a_fail(add8: BehaveTask, gated: SandboxRunner) -> None:
+    """Attack: a correct adder that floods the output once the log has started: the sandbox
+    cuts the run, and a cut log is an early end, never a pass."""
+    result = _check(add8, _design(RIGHT, 'initial #95 forever $display("%0200d", 0);'), gated)
+    assert result.verdict == "fail"
+    assert [v.kind for v in result.violations] == ["early_end"]
+
+
+@_tool
+def test_design_files_named_like_ours_do_not_replace_them(add8: BehaveTask,
+                                                          gated: SandboxRunner) -> None:
+    """Attack: a wrong design shipping files named like the testbench, the stimulus and the
+    log (``behave_tb.v`` holding a testbench that only logs an end): they are renamed on the
+    way in, so ours run and the design is judged. (The compiled image is a dot-file, a name
+    no SourceFile may have.)"""
+    from rtlforge.core.models import SourceFile
+
+    fake_tb = ('module behave_tb; integer fd; initial begin fd = $fopen("behave_log.txt", "w");'
+               ' $fwrite(fd, "0 E\\n"); $fclose(fd); $finish; end endmodule\n')
+    files = (SourceFile(name="add8.v", content=WRONG.replace("{extra}", "")),
+             SourceFile(name="behave_tb.v", content=fake_tb),
+             SourceFile(name="behave_stim.hex", content="0\n"),
+             SourceFile(name="behave_log.txt", content="0 E\n"))
+    result = _check(add8, Candidate(files=files), gated)
+    assert result.verdict == "fail"
+
+
+@_tool
 def test_design_x_and_z_outputs_fail(add8: BehaveTask, gated: SandboxRunner) -> None:
     """Attack: outputs left at Z (or X), which a careless comparison might read as a match."""
     result = _check(add8, _design(WRONG.replace("a - b", "9'bz")), gated)
