@@ -140,6 +140,15 @@ def test_task_hostile_id_is_a_typed_error(value: str) -> None:
     assert err.value.field == "id"
 
 
+@pytest.mark.parametrize("nested", ["[" * 50_000 + "]" * 50_000,
+                                    "{a=" * 50_000 + "1" + "}" * 50_000])
+def test_task_deeply_nested_toml_is_a_typed_error(nested: str) -> None:
+    """Attack: a 100 kB ``behave.toml`` value nested 50 000 arrays (or inline tables) deep:
+    Python's TOML reader recurses once per level and raised a bare RecursionError."""
+    with pytest.raises(BehaveTaskError, match="nested"):
+        parse_behave_task(f"x = {nested}\n")
+
+
 def _task_dir(tmp_path: Path, toml: str, **files: str) -> Path:
     folder = tmp_path / "task"
     folder.mkdir()

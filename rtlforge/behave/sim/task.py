@@ -358,6 +358,9 @@ def parse_behave_task(text: str, *, file: str = TASK_FILE,
         found = re.search(r"line (\d+)", str(exc))
         raise BehaveTaskError(f"not valid TOML: {exc}", file=file,
                               line=int(found[1]) if found else None) from exc
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise BehaveTaskError("not a usable task: values nested too deeply", file=file
+                              ) from None
     try:
         task = BehaveTask.model_validate({**raw, "directory": directory})
     except ValidationError as exc:
