@@ -366,6 +366,28 @@ def test_design_reaching_into_the_testbench_is_refused_by_the_gate(
 
 
 @_tool
+def test_design_rewriting_the_stimulus_without_the_gate_does_not_pass(
+        add8: BehaveTask, ungated: SandboxRunner) -> None:
+    """Attack: with the gate off, a wrong adder (``a - b``) that rewrites the stimulus file at
+    time 0 to all-zero inputs, where it agrees with a right one: the expected outputs come
+    from the stimulus Python generated, not from the file, so the forged inputs mismatch."""
+    extra = ('integer fd, k;\ninitial begin fd = $fopen("behave_stim.hex", "w");\n'
+             '  for (k = 0; k < 200; k = k + 1) $fwrite(fd, "0\\n"); $fclose(fd); end')
+    result = _check(add8, _design(WRONG, extra), ungated)
+    assert result.verdict == "fail"
+
+
+@_tool
+def test_design_dumping_into_the_log_without_the_gate_does_not_pass(
+        add8: BehaveTask, ungated: SandboxRunner) -> None:
+    """Attack: with the gate off, ``$dumpfile`` aimed at the transaction log, so VCD text
+    replaces or interleaves the testbench's lines."""
+    extra = 'initial begin $dumpfile("behave_log.txt"); $dumpvars(0, add8); end'
+    result = _check(add8, _design(WRONG, extra), ungated)
+    assert result.verdict == "fail"
+
+
+@_tool
 def test_design_file_io_without_the_gate_stays_in_the_run_directory(
         add8: BehaveTask, ungated: SandboxRunner, tmp_path: Path) -> None:
     """Attack: with the gate off, write a file outside the run directory and read a host
