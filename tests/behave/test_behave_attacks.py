@@ -570,18 +570,18 @@ def test_extraction_still_reads_fences_with_info_strings() -> None:
 
 
 def test_reward_giant_and_repeated_completions_are_scored_once(gated: SandboxRunner) -> None:
-    """Attack: 200 copies of one completion padded to 5 MB of comment text: checked once
-    (one simulation, not 200), and the padding is no crash."""
+    """Attack: 100 copies of one completion padded to 1 MB of comment text: checked once
+    (one simulation, not 100), and the padding is no crash."""
     from rtlforge.behave.rewards import BehaveRTLReward
 
     right = RIGHT.replace("{extra}", "")
-    giant = f"```verilog\n{right}```\n" + ("// " + "x" * 1000 + "\n") * 5000
+    giant = f"```verilog\n{right}```\n" + ("// " + "x" * 1000 + "\n") * 1000
     reward = BehaveRTLReward(sequences=2, transactions=20, runner=gated)
     calls: list[int] = []
     real = reward._check
     reward._check = lambda prep, source: calls.append(1) or real(prep, source)  # type: ignore[method-assign]
-    details = reward.score_detailed([""] * 200, [giant] * 200,
-                                    behave_task=[EXAMPLES / "add8"] * 200)
+    details = reward.score_detailed([""] * 100, [giant] * 100,
+                                    behave_task=[EXAMPLES / "add8"] * 100)
     assert len(calls) == 1
     assert {d.reward for d in details} == {1.0}
 
