@@ -433,6 +433,25 @@ def test_design_files_named_like_ours_do_not_replace_them(add8: BehaveTask,
 
 
 @_tool
+def test_violation_names_a_long_interface_whole(tmp_path: Path, gated: SandboxRunner) -> None:
+    """Attack: an output interface named with more than 16 characters: the testbench's
+    violation task held 16, so a design dropping valid was reported on a clipped name (an
+    interface the task does not have)."""
+    toml = (EXAMPLES / "rv_accum" / "behave.toml").read_text()
+    long_name = "accumulated_sum_output"
+    folder = tmp_path / "rv"
+    folder.mkdir()
+    (folder / "behave.toml").write_text(toml.replace('name = "out"', f'name = "{long_name}"')
+                                        .replace('spec_file = "spec.md"\n', ""))
+    (folder / "golden.py").write_text((EXAMPLES / "rv_accum" / "golden.py").read_text())
+    task = load_behave_task(folder)
+    result = _check(task, Candidate.from_file(EXAMPLES / "rv_accum" / "wrong_drop.v"), gated)
+    assert result.verdict == "fail"
+    dropped = [v for v in result.violations if v.kind == "valid_dropped"]
+    assert dropped and {v.interface for v in dropped} == {long_name}
+
+
+@_tool
 def test_design_x_and_z_outputs_fail(add8: BehaveTask, gated: SandboxRunner) -> None:
     """Attack: outputs left at Z (or X), which a careless comparison might read as a match."""
     result = _check(add8, _design(WRONG.replace("a - b", "9'bz")), gated)
