@@ -159,7 +159,7 @@ def _measure(task: BehaveTask, design: NamedDesign, *, golden: BehaviorModel,
     ran = check_rtl(task, design.candidate, runner=runner, stimulus=workload,
                     golden=golden.instance(), timeout_s=timeout_s)
     first, last = ran.metrics.get("first_offer_cycle"), ran.metrics.get("last_output_cycle")
-    stopped = any(v.kind in ("watchdog", "early_end") for v in ran.violations)
+    stopped = any(v.kind in ("watchdog", "early_end", "incomplete") for v in ran.violations)
     complete = ran.verdict == "pass" or (ran.verdict == "fail" and not stopped
                                          and ran.coverage.outputs == expected_outputs)
     # a wrong design that still delivered every output gets its N_W shown (never a front)

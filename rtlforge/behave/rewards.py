@@ -68,7 +68,9 @@ MODEL_INVALID = "model_invalid"
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)
 _THINK_END = re.compile(r"</think>", re.I)
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+#: Possessive, and no backtick in the info string (CommonMark): on a line that never ends,
+#: a backtracking pattern rescanned it once per character (quadratic in a completion).
+_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*+)[^\n`]*+\n(.*?)(?:```|\Z)", re.S)
 _MODEL_CLASS = re.compile(r"^class\s+\w+\s*\(\s*Model\s*\)\s*:", re.M)
 _PY_LANGS = {"", "python", "py", "python3"}
 

@@ -22,7 +22,9 @@ from rtlforge.core.errors import ExtractionError
 
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)
 _THINK_END = re.compile(r"</think>", re.I)
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+#: Possessive, and no backtick in the info string (CommonMark): on a line that never ends,
+#: a backtracking pattern rescanned it once per character (quadratic in a completion).
+_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*+)[^\n`]*+\n(.*?)(?:```|\Z)", re.S)
 _HDL_LANGS = {"", "verilog", "systemverilog", "sv", "v"}
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"', re.S)
 # A declaration at the start of a line (after optional attributes), never a word in a sentence.

@@ -89,6 +89,7 @@ class MismatchRecord(_Frozen):
 
 class Violation(_Frozen):
     kind: str  # valid_dropped | unstable | x_data | x_valid | x_ready | watchdog | early_end
+    # | incomplete (the log ended cleanly without every transaction accepted)
     interface: str
     cycle: int | None = None
     message: str = ""
@@ -309,6 +310,11 @@ def _infra(artifact: Any, message: str) -> BehaveResult:
     return BehaveResult(verdict="infra_error", artifact=artifact, message=message)
 
 
+#: Why an empty stimulus is not checked: with nothing compared, every artifact would pass.
+_EMPTY = ("the stimulus has no transactions, so nothing would be checked (no sequences and no "
+          "edge sweep, or an input interface with no endpoints to sweep)")
+
+
 # ------------------------------------------------------------------------------- public
 
 
@@ -326,6 +332,8 @@ def check_model(task: BehaveTask, model: ModelInstance | BehaviorModel, *, seed:
     if isinstance(model, BehaviorModel):
         model = model.instance()
     stim = _stimulus(task, stimulus, seed)
+    if not stim.transactions:
+        return _infra("model", _EMPTY)
     try:
         expected, goal_cov = _golden(task, stim, golden)
     except GoldenUnavailable as exc:
@@ -409,6 +417,8 @@ def check_rtl(task: BehaveTask, candidate: Candidate, *, runner: Any = None,
         raise ValueError(f"unknown simulation backend {backend!r}; one of {SIM_BACKENDS}")
     start = time.perf_counter()
     stim = _stimulus(task, stimulus, seed)
+    if not stim.transactions:
+        return _infra("rtl", _EMPTY)
     try:
         expected, goal_cov = _golden(task, stim, golden)
         if any(isinstance(e, Failure) for e in expected):
@@ -500,8 +510,16 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
     elif not log.ended:
         violations.append(Violation(kind="early_end", interface="*", cycle=log.cycles,
                                     message="the simulation ended before the testbench did "
-                                            "(the design called $finish/$stop, or the log was "
-                                            "cut)"))
+                                            "(the design called $finish/$stop/$fatal, flooded "
+                                            "the output or was killed, or the log was cut)"))
+    elif missing := len(stim.transactions) - len(accepts.keys() & range(len(stim.transactions))):
+        # the testbench ends only after the last transaction was accepted or by its watchdog:
+        # a clean end short of that is a log something other than the testbench shaped
+        violations.append(Violation(
+            kind="incomplete", interface=task.data_input.name, cycle=log.cycles,
+            message=f"the run ended with {missing} of {len(stim.transactions)} input "
+                    "transactions never accepted, without a watchdog: the testbench did not "
+                    "end it"))
 
     def segment_of_cycle(cycle: int) -> int:
         return max(0, bisect.bisect_right(resets, cycle) - 1)

@@ -18,7 +18,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.behave.sim.testbench import LOG_FILE, TB_FILE, TB_TOP, TestbenchPlan
-from rtlforge.core.errors import SandboxError, SecurityViolation
+from rtlforge.core.errors import InvalidSourceError, SandboxError, SecurityViolation
 from rtlforge.core.models import Candidate, Feedback, SourceFile
 from rtlforge.eda.stages import (
     SIM_IMAGE,
@@ -91,7 +91,7 @@ class RunLog(_Frozen):
 class SimRun(_Frozen):
     """What one simulation gave: a compile problem, a timeout, or a log."""
 
-    status: str  # ok | compile_error | timeout | security | crashed
+    status: str  # ok | compile_error | timeout | crashed
     log: RunLog | None = None
     feedback: tuple[Feedback, ...] = ()
     message: str = ""
@@ -156,8 +156,12 @@ def put_run_files(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunn
     role, and check the design does not reach into the testbench; return the design files
     (renamed where a name is ours or in ``reserved``)."""
     design = design_files(plan, candidate, reserved)
-    runner.put(workdir, [SourceFile(name=n, content=c) for n, c in plan.files.items()],
-               role="trusted")
+    try:  # our stimulus: refused only when it is larger than a workspace file may be
+        runner.put(workdir, [SourceFile(name=n, content=c) for n, c in plan.files.items()],
+                   role="trusted")
+    except InvalidSourceError as exc:
+        raise SandboxError(f"the generated stimulus cannot be put into the run directory "
+                           f"({exc}): use fewer transactions or narrower interfaces") from exc
     tb = SourceFile(name=TB_FILE, content=plan.text)
     try:  # ours, before the design's: a refusal here is our bug, never the design's fault
         runner.put(workdir, [tb], role="testbench", readable=[*plan.files, TB_FILE])
@@ -191,6 +195,19 @@ def icarus_build_failure(build: ToolRun, design: tuple[SourceFile, ...], timeout
                   message=build.output[-2000:])
 
 
+def early_end_run(sim: ToolRun, *, compile_s: float, sim_s: float, cached: bool = False,
+                  ) -> SimRun:
+    """The run of a simulation that compiled, ran and left no log: it ended before the
+    testbench's first act (a design's ``$finish``/``$fatal`` at time 0, an output flood, a
+    crash), the design's doing like any other early end, so an empty log, with how it ended."""
+    why = ("flooded its output" if sim.output_overflow
+           else f"was killed by signal {sim.signal}" if sim.signal is not None
+           else f"exited with status {sim.returncode}")
+    return SimRun(status="ok", log=RunLog(), compile_s=compile_s, sim_s=sim_s, cached=cached,
+                  message=f"the simulation {why} before the testbench opened its log: "
+                          + sim.output[-1000:])
+
+
 def simulate(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner, *,
              timeout_s: float = 120.0) -> SimRun:
     """Compile and run ``candidate`` in ``plan``'s testbench; sandbox errors propagate (the
@@ -213,6 +230,6 @@ def simulate(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner, *
                           message=f"vvp did not finish within {timeout_s:g} s")
         log = read_run_log(workdir, sim.output)
         if isinstance(log, str):
-            return SimRun(status="crashed", compile_s=compile_s, sim_s=sim_s, message=log)
+            return early_end_run(sim, compile_s=compile_s, sim_s=sim_s)
         return SimRun(status="ok", log=log, compile_s=compile_s, sim_s=sim_s,
                       message=sim.output[-1000:])

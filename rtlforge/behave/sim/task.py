@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rtlforge.behave.sim.protocols import Protocol, allowed_pins, required_pins
 from rtlforge.behave.types import ArrayType, ScalarType, ValueType, bit_width, to_bits
 from rtlforge.core.errors import TaskFormatError
+from rtlforge.eda.modules import VERILOG_KEYWORDS
 
 __all__ = [
     "TASK_FILE",
@@ -45,11 +46,16 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLAIN_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _TYPE_TEXT = re.compile(r"^(?:(?P<kind>uint|sint)(?P<width>\d+)|(?P<bool>bool))"
                         r"(?:\[(?P<length>\d+)\])?$")
-#: Verilog keywords an endpoint or port may not be named (the testbench declares them).
-_RESERVED = frozenset([
-    "module", "endmodule", "input", "output", "inout", "wire", "reg", "logic", "integer",
-    "begin", "end", "always", "initial", "assign", "if", "else", "case", "for", "while", "task",
-    "function"])
+#: Verilog/SystemVerilog keywords no port or top may be named (the testbench declares them).
+_RESERVED = VERILOG_KEYWORDS
+#: Every name the generated testbench declares starts with this (:mod:`.testbench`): a port
+#: named so would be declared twice and no design, the right one included, would compile.
+TESTBENCH_PREFIX = "bt_"
+#: Most bits all endpoints of a task may carry together, and most array elements: stimulus,
+#: golden runs and the testbench's registers grow with them (a ``uint4096[65536]`` is 268 M
+#: bits a transaction), and no design we model needs more.
+MAX_TASK_BITS = 8192
+MAX_TASK_ELEMENTS = 4096
 
 
 class BehaveTaskError(TaskFormatError):
@@ -227,9 +233,14 @@ def _fail(message: str, field: str) -> BehaveTaskError:
 
 def check_task(task: BehaveTask) -> None:
     """Raise :class:`BehaveTaskError` for declarations that parse but cannot be simulated."""
+    from rtlforge.behave.sim.testbench import TB_TOP
+
     for field, name in (("id", task.id), ("top", task.top)):
         if not _IDENT.match(name):
             raise _fail(f"{name!r} is not a plain identifier", field)
+    if task.top in _RESERVED or task.top == TB_TOP:
+        raise _fail(f"{task.top!r} is a Verilog keyword or the generated testbench's module",
+                    "top")
     data = [i for i in task.interfaces
             if i.direction == "input" and i.protocol is not Protocol.STATIC]
     if len(data) != 1:
@@ -242,6 +253,9 @@ def check_task(task: BehaveTask) -> None:
     def claim(port: str, field: str) -> None:
         if not _IDENT.match(port) or port in _RESERVED:
             raise _fail(f"{port!r} is not a usable Verilog identifier", field)
+        if port.startswith(TESTBENCH_PREFIX) or port == TB_TOP:
+            raise _fail(f"{port!r} is a name of the generated testbench (its signals start "
+                        f"with {TESTBENCH_PREFIX!r}): choose another port name", field)
         if port in ports:
             raise _fail(f"port {port!r} is already used by {ports[port]}", field)
         ports[port] = field
@@ -295,6 +309,13 @@ def check_task(task: BehaveTask) -> None:
                 raise _fail(f"endpoint {ep.name!r} is declared twice", f"{field}.name")
             names.add(ep.name)
             claim(ep.pin, f"{field}.port")
+    endpoints = [e for i in task.interfaces for e in i.endpoints]
+    bits = sum(e.width for e in endpoints)
+    elements = sum(e.type.length for e in endpoints if isinstance(e.type, ArrayType))
+    if bits > MAX_TASK_BITS or elements > MAX_TASK_ELEMENTS:
+        raise _fail(f"the endpoints carry {bits} bits ({elements} array elements); a task "
+                    f"carries at most {MAX_TASK_BITS} bits and {MAX_TASK_ELEMENTS} elements",
+                    "interfaces")
     if not task.combinational and task.clock is None:
         raise _fail("a clocked protocol needs the clock port", "clock")
     if task.reset is not None:
@@ -401,6 +422,9 @@ def parse_behave_task(text: str, *, file: str = TASK_FILE,
         found = re.search(r"line (\d+)", str(exc))
         raise BehaveTaskError(f"not valid TOML: {exc}", file=file,
                               line=int(found[1]) if found else None) from exc
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise BehaveTaskError("not a usable task: values nested too deeply", file=file
+                              ) from None
     try:
         task = BehaveTask.model_validate({**raw, "directory": directory})
     except ValidationError as exc:

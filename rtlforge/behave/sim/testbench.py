@@ -110,6 +110,8 @@ def plan_testbench(task: BehaveTask, stimulus: Stimulus, *, stall_limit: int | N
         files[bp_file(o)] = "\n".join("1" if r else "0"
                                       for r in stimulus.backpressure[o.name]) + "\n"
     reset = task.reset
+    # the violation task's interface-name argument holds the longest name whole
+    name_chars = max(16, *(len(i.name) for i in task.interfaces))
     active = "1'b0" if reset is not None and reset.active == "low" else "1'b1"
     inactive = "1'b1" if active == "1'b0" else "1'b0"
 
@@ -229,7 +231,7 @@ module {TB_TOP};
 
   {task.top} bt_dut ({", ".join(conns)});
 
-  task bt_violation(input [8*16-1:0] where, input [8*16-1:0] what);
+  task bt_violation(input [8*{name_chars}-1:0] where, input [8*16-1:0] what);
     begin
       if (bt_nviol < {MAX_VIOLATION_LINES})
         $fwrite(bt_fd, "%0d V %0s %0s\\n", bt_cycle, where, what);
