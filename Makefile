@@ -54,7 +54,7 @@ train-example: venv
 test: tools venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not tools and not shared and not slow"
