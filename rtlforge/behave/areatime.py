@@ -33,7 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from rtlforge.behave.base import Failure
 from rtlforge.behave.sim.check import BehaveResult, check_rtl
 from rtlforge.behave.sim.golden import golden_model
-from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus
+from rtlforge.behave.sim.stimulus import (
+    Stimulus,
+    StimulusConfig,
+    effective_config,
+    generate_stimulus,
+)
 from rtlforge.behave.sim.task import BehaveTask
 from rtlforge.core.errors import RtlforgeError, is_infra
 from rtlforge.core.interfaces import PPAResult
@@ -254,7 +259,7 @@ def explore_area_time(task: BehaveTask, designs: Sequence[NamedDesign], *, freq_
     liberty = next((m.ppa.liberty for m in measured if m.ppa is not None and m.ppa.liberty),
                    "not measured")
     return AreaTimeResult(task=task.id, freq_mhz=freq_mhz, period_ns=period_ns,
-                          workload=workload, check=check or StimulusConfig(), liberty=liberty,
+                          workload=workload, check=effective_config(task, check), liberty=liberty,
                           candidates=tuple(points))
 
 
