@@ -472,12 +472,12 @@ def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
         added = [_with_tail(gold, s, config.tail) for s in found if s.kind == "branch"]
     elapsed = time.monotonic() - start
     result = baseline
-    final_stim = stim
+    branches1, fails1 = set(branches0), set(fails0)  # no sequence added: the baseline's
     if added:
         final_stim = stimulus_with(stim, added, reset=task.reset is not None)
         result = check_rtl(task, candidate, stimulus=final_stim, golden=gold.instance(),
                            **check_kw)
-    branches1, fails1, _ = model_goals_hit(task, gold, final_stim)
+        branches1, fails1, _ = model_goals_hit(task, gold, final_stim)
     fails1 |= {s.id for s in gold.ir.fails
                if fail_goal_name(gold, s.id) in {q.goal for q in outcomes if q.status == "hit"}}
     solver = _solver_state(refused, config.budget_s)
@@ -543,12 +543,12 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
             refused = refused or refused_own
     elapsed = time.monotonic() - start
     result = baseline
-    final_stim = stim
+    g1, a1 = g0, a0  # no sequence added: the baseline's coverage
     if added:
         final_stim = stimulus_with(stim, added, reset=task.reset is not None)
         result = check_model(task, model, stimulus=final_stim, golden=gold.instance())
-    g1 = model_goals_hit(task, gold, final_stim)[:2]
-    a1 = model_goals_hit(task, model, final_stim)[:2]
+        g1 = model_goals_hit(task, gold, final_stim)[:2]
+        a1 = model_goals_hit(task, model, final_stim)[:2]
     solver = _solver_state(refused, config.budget_s)
     search = GuidedSearch(solver=solver, budget_s=config.budget_s,
                           elapsed_s=round(elapsed, 4), steps=config.steps,
