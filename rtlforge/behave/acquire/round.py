@@ -528,6 +528,7 @@ def run_round(*, host: Any, generator: Any, pool: TaskPool, library: LibraryLoad
     Raises ConfigError for a role that is not an acquisition role (before any call)."""
     config = config or RoundConfig()
     number = pool.state().rounds_completed + 1
+    pool.discard_round(number)  # what a killed run of this round left behind
     state = _Round(host=host, generator=generator, pool=pool, library=library, config=config,
                    number=number)
     state.load_roles()

@@ -123,6 +123,22 @@ class TaskPool:
         schedule.save(self.root / "schedule.json")
         return target
 
+    def discard_round(self, number: int) -> list[str]:
+        """Remove the tasks a round admitted before it was killed (its records were never
+        written, so nothing else refers to them) and their schedule entries: the rerun of
+        the round admits afresh. Returns the removed task ids."""
+        removed = [p.task_id for p in self.provenance() if p.round == number]
+        for staging in self.tasks_dir.glob(".staging-*") if self.tasks_dir.is_dir() else ():
+            shutil.rmtree(staging)
+        for task_id in removed:
+            shutil.rmtree(self.tasks_dir / task_id)
+        if removed:
+            schedule = TaskSchedule.load(self.root / "schedule.json")
+            for task_id in removed:
+                schedule.state.tasks.pop(task_id, None)
+            schedule.save(self.root / "schedule.json")
+        return removed
+
     # ------------------------------------------------------------------------ journals
 
     def append(self, name: str, rows: Iterable[BaseModel | Mapping[str, object]]) -> None:

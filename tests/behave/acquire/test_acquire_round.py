@@ -244,3 +244,17 @@ def test_answer_parsers_refuse_ambiguity_and_bad_fields() -> None:
         parse_analyst(None)
     assert info.value.reason == "empty"
     assert parse_reviewer(ACCEPT).decision == "accept"
+
+
+def test_a_round_killed_after_admitting_is_rerun_cleanly(tmp_path: Path) -> None:
+    _run(tmp_path)
+    pool = TaskPool(tmp_path / "pool")
+    # simulate a kill after the admission but before the round was recorded
+    pool.complete_round(0)
+    (pool.root / "acquisition.jsonl").unlink()
+    result, _ = _run(tmp_path)
+    assert result.round == 1
+    assert [r.task_id for r in result.of("admission")] == ["acq001_01_popcount"]
+    assert pool.task_ids() == ["acq001_01_popcount"]
+    assert list(TaskSchedule.load(pool.root / "schedule.json").state.tasks) == [
+        "acq001_01_popcount"]
