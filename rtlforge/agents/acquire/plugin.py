@@ -1,6 +1,7 @@
-"""Registers the four acquisition roles through ``register_agent_roles``, as a third-party
-package would (its own entry point, ``acquire_roles``). The ``agent_role`` kind itself is
-declared by the agents plugin; this module only contributes roles to it."""
+"""Registers the four acquisition roles through ``register_agent_roles`` and the
+``self-improve`` trainer through ``register_trainers``, as a third-party package would (its own
+entry point, ``acquire_roles``). The ``agent_role`` kind itself is declared by the agents
+plugin; this module only contributes to it."""
 
 from __future__ import annotations
 
@@ -13,3 +14,10 @@ def register_agent_roles(register: Register) -> None:
 
     for role in ACQUISITION_ROLES:
         register(role)
+
+
+@hookimpl
+def register_trainers(register: Register) -> None:
+    from rtlforge.agents.acquire.selfimprove import SelfImproveTrainer
+
+    register(SelfImproveTrainer)

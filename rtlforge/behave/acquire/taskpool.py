@@ -97,6 +97,8 @@ class TaskPool:
         found = []
         for task_id in self.task_ids():
             path = self.tasks_dir / task_id / "provenance.json"
+            if not path.exists():
+                continue  # a seed task put into the pool, not acquired
             try:
                 found.append(Provenance.model_validate_json(path.read_text(encoding="utf-8")))
             except (OSError, UnicodeDecodeError, ValidationError) as exc:
