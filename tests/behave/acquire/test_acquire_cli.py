@@ -106,3 +106,15 @@ def test_a_failing_generator_exits_3_and_still_records(tmp_path: Path) -> None:
     assert result.exit_code == 3, result.output
     assert "unresolved" in result.output
     assert (tmp_path / "pool" / "rounds" / "round-001" / "records.jsonl").is_file()
+
+
+def test_the_behave_plugin_adds_the_command() -> None:
+    import click
+
+    from rtlforge.behave import plugin
+
+    host = PluginHost(load_entrypoints=False, plugins=[("behave", plugin)])
+    group = click.Group("rtlforge")
+    for impl in host.pm.hook.register_commands.get_hookimpls():
+        impl.function(cli=group)
+    assert "acquire" in group.commands
