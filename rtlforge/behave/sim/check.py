@@ -607,21 +607,38 @@ def _delayed_pairs(iface: Interface, expected: Sequence[Expected], samples: Mapp
     fewest mismatches, the smallest of equals). The first d samples after each reset show no
     model output and the last d model outputs before it no sample: neither is compared."""
     assert iface.delay is not None
-    best: tuple[int, int, list[Pair]] | None = None
+    seen: dict[int, Observed | None] = {}  # each sample decoded once, whatever the delay
+
+    def observed(cyc: int) -> Observed | None:
+        if cyc not in seen:
+            raw = samples.get(cyc)
+            seen[cyc] = (Observed(cycle=cyc, values=_decode(iface, raw),
+                                  partial=_decode_partial(iface, raw), raw=raw)
+                         if raw is not None else None)
+        return seen[cyc]
+
+    def cycle_of(n: int, d: int) -> int | None:
+        later = n + d
+        if later >= len(segments) or segments[later] != segments[n]:
+            return None
+        return cycles.get(later)
+
+    best_d, best_bad = iface.delay[0], -1
     for d in range(iface.delay[0], iface.delay[1] + 1):
-        def cycle_of(n: int, d: int = d) -> int | None:
-            later = n + d
-            if later >= len(segments) or segments[later] != segments[n]:
-                return None
-            return cycles.get(later)
-        pairs = _sample_pairs(iface, expected, samples, cycle_of)
-        bad = sum(not p.ok for p in pairs)
-        if best is None or bad < best[0]:
-            best = (bad, d, pairs)
-        if bad == 0:
+        bad = 0
+        for e in expected:
+            cyc = cycle_of(e.transaction, d)
+            if cyc is None:
+                continue
+            obs = observed(cyc)
+            bad += obs is None or not agrees(e, obs)
+            if 0 <= best_bad <= bad:  # no better than a delay already tried
+                break
+        else:
+            best_d, best_bad = d, bad
+        if best_bad == 0:
             break
-    assert best is not None
-    return best[1], best[2]
+    return best_d, _sample_pairs(iface, expected, samples, lambda n: cycle_of(n, best_d))
 
 
 _VIOLATION_TEXT = {

@@ -209,6 +209,13 @@ def constraint_violations(task: BehaveTask, transactions: Sequence[Transaction],
     out: list[ConstraintViolation] = []
     types = {e.name: e.type for e in task.data_input.endpoints}
     for start, end in _segments(transactions):
+        zeros: dict[str, list[int]] = {}  # per gate: consecutive 0s up to each transaction
+        for gate in {c.stable_while for c in task.constraints if c.stable_while is not None}:
+            streak, counts = 0, []
+            for n in range(start, end):
+                streak = streak + 1 if _is_zero(types[gate], transactions[n].inputs[gate]) else 0
+                counts.append(streak)
+            zeros[gate] = counts
         for rule in task.constraints:
             name = rule.endpoint
             series = [transactions[n].inputs[name] for n in range(start, end)]
@@ -230,10 +237,7 @@ def constraint_violations(task: BehaveTask, transactions: Sequence[Transaction],
                         f"{rule.hold[0]}"))
                 if changed and rule.stable_while is not None:
                     gate = rule.stable_while
-                    window = range(k - rule.settle, k + 1)
-                    if window.start < 0 or any(
-                            not _is_zero(types[gate], transactions[start + i].inputs[gate])
-                            for i in window):
+                    if zeros[gate][k] < rule.settle + 1:
                         out.append(ConstraintViolation(
                             transaction=start + k, endpoint=name, rule="stable_while",
                             message=f"{name} changed while {gate} was not 0 for the "

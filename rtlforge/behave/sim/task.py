@@ -68,7 +68,7 @@ MAX_CLOCK_RATIO = 16
 #: Further reset ports, and the widest output delay window (cycles) a per_cycle output may
 #: declare: the judge tries every delay in the window.
 MAX_EXTRA_RESETS = 4
-MAX_OUTPUT_DELAY = 64
+MAX_OUTPUT_DELAY = 32
 #: Longest hold (transactions) and settle an input constraint may ask for.
 MAX_HOLD = 100_000
 
@@ -383,6 +383,8 @@ def check_task(task: BehaveTask) -> None:
     if task.reset is not None:
         _check_reset_inputs(task, task.reset)
     _check_constraints(task)
+    if task.constraints:
+        _check_sweep_size(task)
     if task.latency.min > task.latency.max:
         raise _fail("min exceeds max", "latency")
     total = (task.stimulus.sequences if task.stimulus.sequences is not None else 50) * (
@@ -500,6 +502,20 @@ def _check_constraints(task: BehaveTask) -> None:
                         f"transactions, but it may have to wait {wait} for {c.stable_while!r} "
                         f"(its shortest run, then {c.settle} settle) after holding {lo}: "
                         f"make max at least {lo + wait}", f"{where}.hold")
+
+
+def _check_sweep_size(task: BehaveTask) -> None:
+    """The edge sweep proposes each edge value of a constrained endpoint for its longest run
+    plus wait (:func:`~.constraints.sweep_repeats`): long holds on wide endpoints would make
+    it huge, so it counts against the same bound as the random transactions."""
+    from rtlforge.behave.sim.constraints import sweep_repeats
+    from rtlforge.behave.sim.stimulus import edge_cases
+
+    size = sum(len(edge_cases(e.type)) * sweep_repeats(task, e.name)
+               for e in task.data_input.endpoints)
+    if size > MAX_TASK_TRANSACTIONS:
+        raise _fail(f"with these holds the edge sweep alone is {size} transactions, more than "
+                    f"{MAX_TASK_TRANSACTIONS}: shorten the holds", "constraints")
 
 
 def _check_reset_inputs(task: BehaveTask, reset: ResetSpec) -> None:
