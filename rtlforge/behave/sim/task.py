@@ -157,11 +157,14 @@ class Interface(_Frozen):
 
 class ClockSpec(_Frozen):
     """A further clock port the testbench drives at ``ratio`` rising edges per cycle of the
-    transaction clock (``clock``), one of them aligned with each of its rising edges (e.g. a
-    data-side clock twice as fast as the destination clock of a synchroniser)."""
+    transaction clock (``clock``), e.g. a data-side clock twice as fast as the destination
+    clock of a synchroniser. ``align``: which of its edges falls on each rising edge of
+    ``clock``, its rising one (``rise``) or its falling one (``fall``: it rises half of its
+    own period earlier)."""
 
     port: str
     ratio: int
+    align: Literal["rise", "fall"] = "rise"
 
 
 class ResetPort(_Frozen):

@@ -21,13 +21,14 @@ before the rising edge, the design updates on the rising edge. Log lines (``cycl
 Before every reset after the first, the testbench stops offering input and drains the design
 (outputs always ready) so that no transaction is in flight when it resets.
 
-Further clocks (``[[clocks]]``, ``ratio`` rising edges per transaction-clock cycle, one aligned
-with each rising edge of ``clock``): the cycle is stretched to ``10 x lcm(ratios)`` units so that
-every edge falls on a whole time unit, and inputs, readies and reset change 1 unit after the
-falling edge instead of at it, where no clock has an edge (a fast clock has one at the falling
-edge of the slow one). The one ``initial`` block still makes every edge (:func:`cycle_schedule`),
-so the order of events within a time step is the same in every simulator and in the cocotb
-bench, which follows the same schedule. The log counts transaction-clock cycles either way.
+Further clocks (``[[clocks]]``, ``ratio`` rising edges per transaction-clock cycle, one of its
+edges on each rising edge of ``clock``): the cycle is stretched to ``10 x lcm(ratios)`` units
+so that every edge falls on a whole time unit, and inputs, readies and reset change 1 unit
+after the falling edge instead of at it, where no clock has an edge (a fast clock has one at
+the falling edge of the slow one). The one ``initial`` block still makes every edge
+(:func:`cycle_schedule`), so the order of events within a time step is the same in every
+simulator and in the cocotb bench, which follows the same schedule. The log counts
+transaction-clock cycles either way.
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ def _period(task: BehaveTask) -> int:
 
 def clock_start_values(task: BehaveTask) -> tuple[tuple[str, int], ...]:
     """Each further clock's level at time 0 (as just after the falling edge of ``clock``,
-    which is its 2 x ratio-th edge of the cycle: high when the ratio is even)."""
-    return tuple((c.port, int(c.ratio % 2 == 0)) for c in task.clocks)
+    which is its 2 x ratio-th edge of the cycle: with ``align = "rise"`` high when the ratio
+    is even, with ``"fall"`` the opposite)."""
+    return tuple((c.port, int(c.ratio % 2 == 0) ^ (c.align == "fall")) for c in task.clocks)
 
 
 def cycle_schedule(task: BehaveTask) -> tuple[ScheduledEvent, ...]:
@@ -108,10 +110,13 @@ def cycle_schedule(task: BehaveTask) -> tuple[ScheduledEvent, ...]:
         (period + drive, 4, ScheduledEvent(delay=0, action="readies")),
     ]
     for spec in task.clocks:
-        step = period // (2 * spec.ratio)  # its edges: every step, rising at `half`
+        # its edges: every step; the one at `half` (the rising edge of `clock`) is its rising
+        # edge with align = "rise", its falling edge with "fall"
+        step, fall = period // (2 * spec.ratio), spec.align == "fall"
         for k in range(1, 2 * spec.ratio + 1):
-            timed.append((k * step, 3, ScheduledEvent(
-                delay=0, action="edge", port=spec.port, value=int((k - spec.ratio) % 2 == 0))))
+            level = int((k - spec.ratio) % 2 == 0) ^ fall
+            timed.append((k * step, 3, ScheduledEvent(delay=0, action="edge", port=spec.port,
+                                                      value=level)))
     timed.sort(key=lambda item: (item[0], item[1]))
     out, now = [], drive
     for at, _, event in timed:

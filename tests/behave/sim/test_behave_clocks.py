@@ -73,6 +73,7 @@ def test_clocks_resets_and_delay_load() -> None:
     ('[[clocks]]\nport = "en"\nratio = 2', "interfaces[0].endpoints[0].port", "already used"),
     ('[[clocks]]\nport = "bt_clk"\nratio = 2', "clocks[0].port", "generated testbench"),
     ('[[clocks]]\nport = "clk_a"', "clocks[0].ratio", "Field required"),
+    ('[[clocks]]\nport = "clk_a"\nratio = 2\nalign = "up"', "clocks[0].align", "'rise'"),
     ("\n".join(f'[[clocks]]\nport = "c{k}"\nratio = 2' for k in range(5)), "clocks",
      "at most 4"),
 ])
@@ -170,6 +171,17 @@ def test_a_clock_at_twice_the_rate_has_aligned_rising_edges() -> None:
     assert clock_start_values(_task()) == (("clk_a", 1),)  # just rose, at clk_b's fall
 
 
+def test_a_clock_aligned_on_its_falling_edge_rises_half_its_period_earlier() -> None:
+    # as RTLLM's synchronizer testbench: clk_a rises at 5 and 15, falls at 10 (with clk_b's
+    # rise) and at 20 (with clk_b's fall), so it is low at time 0
+    task = _task(clocks='[[clocks]]\nport = "clk_a"\nratio = 2\nalign = "fall"')
+    assert _events(task) == [
+        (4, "edge", "clk_a", 1), (4, "sample", "", 0), (1, "clock", "", 1),
+        (0, "edge", "clk_a", 0), (5, "edge", "clk_a", 1), (5, "clock", "", 0),
+        (0, "cycle", "", 0), (0, "edge", "clk_a", 0), (1, "readies", "", 0)]
+    assert clock_start_values(task) == (("clk_a", 0),)
+
+
 def test_clocks_at_ratios_two_and_three_share_a_stretched_cycle() -> None:
     task = _task(clocks='[[clocks]]\nport = "clk_a"\nratio = 2\n\n'
                         '[[clocks]]\nport = "clk_c"\nratio = 3')
@@ -260,9 +272,14 @@ def _check(task: BehaveTask, source: str, step: int, runner: SandboxRunner, *,
 
 
 @pytest.mark.tools
-@pytest.mark.parametrize(("ratio", "early"), [(1, 0), (2, 0), (3, 1), (4, 1)])
-def test_the_fast_clock_makes_ratio_edges_per_cycle(ratio: int, early: int, runner) -> None:
-    task = _task(clocks=f'[[clocks]]\nport = "clk_a"\nratio = {ratio}')
+@pytest.mark.parametrize(("ratio", "align", "early"), [
+    (1, "rise", 0), (2, "rise", 0), (3, "rise", 1), (4, "rise", 1),
+    # align = "fall": clk_a rises half its period before each clk_b rise, r // 2 of its
+    # rising edges come before the sample (ratio 2: at 5, before the sample at 9)
+    (1, "fall", 0), (2, "fall", 1), (3, "fall", 1), (4, "fall", 2)])
+def test_the_fast_clock_makes_ratio_edges_per_cycle(ratio: int, align: str, early: int,
+                                                   runner) -> None:
+    task = _task(clocks=f'[[clocks]]\nport = "clk_a"\nratio = {ratio}\nalign = "{align}"')
     assert _check(task, DESIGN, ratio, runner, early=early).verdict == "pass"
     wrong = _check(task, DESIGN, ratio + 1, runner, early=early)
     assert wrong.verdict == "fail" and wrong.first_failure is not None

@@ -348,7 +348,7 @@ def _search(task: BehaveTask, steps: int) -> tuple[QueryOutcome, list[DirectedSe
 
 
 def test_z3_finds_a_change_at_once_without_constraints() -> None:
-    hit, found = _search(_task(""), steps=4)
+    hit, _ = _search(_task(""), steps=4)
     assert (hit.status, hit.steps) == ("hit", 2)
 
 
