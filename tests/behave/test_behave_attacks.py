@@ -149,6 +149,113 @@ def test_task_deeply_nested_toml_is_a_typed_error(nested: str) -> None:
         parse_behave_task(f"x = {nested}\n")
 
 
+#: a per-cycle task with a second clock, a gate and a gated endpoint: ``{clocks}``,
+#: ``{rules}`` and ``{delay}`` are where an attack puts its declarations
+CLOCKED = """
+id = "c"
+top = "c"
+golden = "golden.py"
+clock = "clk"
+{clocks}
+
+[reset]
+signal = "rst"
+
+[[interfaces]]
+name = "in"
+direction = "input"
+protocol = "per_cycle"
+endpoints = [{{ name = "g", type = "bool" }}, {{ name = "h", type = "bool" }},
+             {{ name = "x", type = "uint64" }}, {{ name = "y", type = "uint64" }}]
+
+[[interfaces]]
+name = "out"
+direction = "output"
+protocol = "per_cycle"
+{delay}
+endpoints = [{{ name = "q", type = "bool" }}]
+{rules}
+"""
+
+
+def _clocked(clocks: str = "", rules: str = "", delay: str = "") -> BehaveTask:
+    return parse_behave_task(CLOCKED.format(clocks=clocks, rules=rules, delay=delay))
+
+
+@pytest.mark.parametrize("ratio", ["1000000000000000", "-2", "0"])
+def test_task_huge_or_silly_clock_ratio_is_refused_at_once(ratio: str) -> None:
+    """Attack: a further clock at 10^15 edges per cycle: the testbench writes every edge, so
+    the simulation (and the generated text's schedule) would never end."""
+    start = time.monotonic()
+    with pytest.raises(BehaveTaskError) as err:
+        _clocked(clocks=f'[[clocks]]\nport = "fast"\nratio = {ratio}')
+    assert err.value.field == "clocks[0].ratio"
+    assert time.monotonic() - start < 2
+
+
+def test_task_coprime_clock_ratios_keep_the_cycle_bounded() -> None:
+    """Attack: four further clocks at large, mostly coprime ratios, so that the stretched
+    cycle (10 x lcm units) and its edge list are as large as the format allows; a fifth is
+    refused."""
+    from rtlforge.behave.sim.testbench import cycle_schedule
+
+    clocks = "\n".join(f'[[clocks]]\nport = "c{r}"\nratio = {r}' for r in (13, 14, 15, 16))
+    schedule = cycle_schedule(_clocked(clocks=clocks))
+    assert len(schedule) == 2 * (13 + 14 + 15 + 16) + 5
+    assert sum(e.delay for e in schedule) == 10 * 21840 < 2**31  # lcm(13, 14, 15, 16)
+    with pytest.raises(BehaveTaskError, match="at most 4"):
+        _clocked(clocks=clocks + '\n[[clocks]]\nport = "c11"\nratio = 11')
+
+
+def test_task_constraint_loop_is_a_typed_error_not_a_hang() -> None:
+    """Attack: g may change only while h is 0 and h only while g is 0: with both high no
+    input could ever change, and a generator honouring both would wait forever."""
+    rules = ('[[constraints]]\nendpoint = "g"\nstable_while = "h"\n'
+             '[[constraints]]\nendpoint = "h"\nstable_while = "g"\n')
+    start = time.monotonic()
+    with pytest.raises(BehaveTaskError, match="chains") as err:
+        _clocked(rules=rules)
+    assert err.value.field is not None and err.value.field.startswith("constraints")
+    assert time.monotonic() - start < 2
+
+
+@pytest.mark.parametrize(("rules", "field"), [
+    # x must change within 5 transactions but may wait 4 (g's run) + 3 (settle) for its gate
+    ('[[constraints]]\nendpoint = "g"\nhold = [4, 9]\n'
+     '[[constraints]]\nendpoint = "x"\nhold = [1, 5]\nstable_while = "g"\nsettle = 3\n',
+     "constraints[1].hold"),
+    # x needs g low 6 transactions in a row; g holds any value 5 at most
+    ('[[constraints]]\nendpoint = "g"\nhold = [1, 5]\n'
+     '[[constraints]]\nendpoint = "x"\nstable_while = "g"\nsettle = 5\n',
+     "constraints[1].settle"),
+])
+def test_task_unsatisfiable_constraints_are_typed_errors(rules: str, field: str) -> None:
+    """Attack: rules that cannot all hold: a generator would have to break one (a stimulus
+    outside the spec) or search forever."""
+    with pytest.raises(BehaveTaskError, match="unsatisfiable") as err:
+        _clocked(rules=rules)
+    assert err.value.field == field
+
+
+def test_task_holds_blowing_up_the_edge_sweep_are_refused_quickly() -> None:
+    """Attack: the longest holds on 64-bit endpoints: the edge sweep proposes each of their
+    73 edge values for a whole run (7.3 M transactions each) before any random sequence."""
+    rules = ('[[constraints]]\nendpoint = "x"\nhold = [1, 100000]\n'
+             '[[constraints]]\nendpoint = "y"\nhold = [1, 100000]\n')
+    start = time.monotonic()
+    with pytest.raises(BehaveTaskError, match="edge sweep") as err:
+        _clocked(rules=rules)
+    assert err.value.field == "constraints"
+    assert time.monotonic() - start < 2
+
+
+def test_task_huge_delay_window_is_refused() -> None:
+    """Attack: a delay window of a million cycles: the judge tries every delay in it."""
+    with pytest.raises(BehaveTaskError) as err:
+        _clocked(delay="delay = [0, 1000000]")
+    assert err.value.field == "interfaces[1].delay"
+
+
 def _task_dir(tmp_path: Path, toml: str, **files: str) -> Path:
     folder = tmp_path / "task"
     folder.mkdir()

@@ -250,7 +250,7 @@ class _Judge:
             expected=_shown(expected), observed=_shown(observed), trace=self._trace(n))
 
     def pairs(self, iface: str, pairs: Sequence[Pair], *, latency: bool,
-              accepts: Mapping[int, Any] | None = None) -> int:
+              accepts: Mapping[int, Any] | None = None, note: str = "") -> int:
         done = 0
         for p in pairs:
             e, o = p.expected, p.observed
@@ -263,7 +263,7 @@ class _Judge:
                          n=e.transaction, cycle=None, expected=e.values)
             elif not agrees(e, o):
                 what = "unknown (X/Z) bits" if o.values is None else "a different value"
-                self.add("value", iface, f"the output carries {what}", n=e.transaction,
+                self.add("value", iface, f"the output carries {what}{note}", n=e.transaction,
                          cycle=o.cycle, expected=e.values,
                          observed=o.values or o.partial or o.raw)
             else:
@@ -530,16 +530,21 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
         if iface.sampled:
             samples = log.samples.get(iface.name, {})
             exp = exp_by[iface.name]
-            pairs = []
-            for e in exp:
-                cyc = cycles[e.transaction] + (iface.latency or 0)
-                last_output = cyc if last_output is None else max(cyc, last_output)
-                raw = samples.get(cyc)
-                obs = (Observed(cycle=cyc, values=_decode(iface, raw),
-                                partial=_decode_partial(iface, raw), raw=raw)
-                       if raw is not None else None)
-                pairs.append(Pair(expected=e, observed=obs))
-            completed += judge.pairs(iface.name, pairs, latency=False)
+            note = ""
+            if iface.delay is None:
+                shift = iface.latency or 0
+                pairs = _sample_pairs(iface, exp, samples,
+                                      lambda n, shift=shift: cycles[n] + shift)
+            else:
+                delay, pairs = _delayed_pairs(iface, exp, samples, cycles, segments)
+                metrics = {**metrics, f"delay.{iface.name}": delay}
+                note = (f" (delay {delay}: the sample {delay} cycle(s) after the transaction, "
+                        f"the best fit in the window {list(iface.delay)})")
+            for p in pairs:
+                if p.observed is not None:
+                    cyc = p.observed.cycle
+                    last_output = cyc if last_output is None else max(cyc, last_output)
+            completed += judge.pairs(iface.name, pairs, latency=False, note=note)
             outputs += len(pairs)
             continue
         events = [Observed(cycle=o.cycle, values=_decode(iface, o.hex), first=o.first,
@@ -576,6 +581,64 @@ def _judge_rtl(task: BehaveTask, stim: Stimulus, expected: list[dict[str, Value]
                         mismatches=judge.count, first_failure=judge.first,
                         violations=tuple(violations), coverage=coverage, message=message,
                         metrics=metrics)
+
+
+def _sample_pairs(iface: Interface, expected: Sequence[Expected], samples: Mapping[int, str],
+                  cycle_of: Any) -> list[Pair]:
+    """Each expectation with the sample at the cycle ``cycle_of(transaction)`` (None: that
+    expectation is not compared)."""
+    pairs = []
+    for e in expected:
+        cyc = cycle_of(e.transaction)
+        if cyc is None:
+            continue
+        raw = samples.get(cyc)
+        obs = (Observed(cycle=cyc, values=_decode(iface, raw),
+                        partial=_decode_partial(iface, raw), raw=raw)
+               if raw is not None else None)
+        pairs.append(Pair(expected=e, observed=obs))
+    return pairs
+
+
+def _delayed_pairs(iface: Interface, expected: Sequence[Expected], samples: Mapping[int, str],
+                   cycles: Mapping[int, int], segments: Sequence[int]) -> tuple[int, list[Pair]]:
+    """A per_cycle output with a delay window: the model's output of transaction n is the
+    sample of transaction n + d, for one d in the window for the whole run (the d with the
+    fewest mismatches, the smallest of equals). The first d samples after each reset show no
+    model output and the last d model outputs before it no sample: neither is compared."""
+    assert iface.delay is not None
+    seen: dict[int, Observed | None] = {}  # each sample decoded once, whatever the delay
+
+    def observed(cyc: int) -> Observed | None:
+        if cyc not in seen:
+            raw = samples.get(cyc)
+            seen[cyc] = (Observed(cycle=cyc, values=_decode(iface, raw),
+                                  partial=_decode_partial(iface, raw), raw=raw)
+                         if raw is not None else None)
+        return seen[cyc]
+
+    def cycle_of(n: int, d: int) -> int | None:
+        later = n + d
+        if later >= len(segments) or segments[later] != segments[n]:
+            return None
+        return cycles.get(later)
+
+    best_d, best_bad = iface.delay[0], -1
+    for d in range(iface.delay[0], iface.delay[1] + 1):
+        bad = 0
+        for e in expected:
+            cyc = cycle_of(e.transaction, d)
+            if cyc is None:
+                continue
+            obs = observed(cyc)
+            bad += obs is None or not agrees(e, obs)
+            if 0 <= best_bad <= bad:  # no better than a delay already tried
+                break
+        else:
+            best_d, best_bad = d, bad
+        if best_bad == 0:
+            break
+    return best_d, _sample_pairs(iface, expected, samples, lambda n: cycle_of(n, best_d))
 
 
 _VIOLATION_TEXT = {

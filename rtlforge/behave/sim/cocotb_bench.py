@@ -31,6 +31,9 @@ from rtlforge.behave.sim.testbench import (
     STIM_FILE,
     TestbenchPlan,
     bp_file,
+    clock_start_values,
+    cycle_schedule,
+    drive_offset,
 )
 from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.models import Candidate, SourceFile
@@ -101,7 +104,13 @@ def bench_config(task: BehaveTask, plan: TestbenchPlan) -> dict[str, Any]:
             "signal": reset.signal, "active": 0 if reset.active == "low" else 1,
             "cycles": reset.cycles,
             # [reset] inputs: (pin, bits) driven while reset is active
-            "held": [(e.pin, bits) for e, bits in reset_input_bits(task)]},
+            "held": [(e.pin, bits) for e, bits in reset_input_bits(task)],
+            # [reset] extra: further reset ports, (pin, active level)
+            "extra": [(x.signal, int(x.active == "high")) for x in reset.extra]},
+        # the testbench's cycle (testbench.cycle_schedule) and the further clocks' levels
+        "schedule": [e.model_dump() for e in cycle_schedule(task)],
+        "drive_offset": drive_offset(task),
+        "clocks": [list(c) for c in clock_start_values(task)],
         "input": {"name": data.name, "protocol": data.protocol.value,
                   "valid": data.pins.get("valid") or data.pins.get("start"),
                   "ready": data.pins.get("ready")

@@ -52,6 +52,9 @@ class Bench:
         pin = self.pin
         self.clk = pin(cfg["clock"]) if cfg["clock"] else None
         self.rst = pin(cfg["reset"]["signal"]) if cfg["reset"] else None
+        self.extra_rst = [(pin(p), active) for p, active in cfg["reset"]["extra"]] \
+            if cfg["reset"] else []
+        self.extra_clk = {p: pin(p) for p, _ in cfg["clocks"]}
         inp = cfg["input"]
         self.valid = pin(inp["valid"]) if inp["valid"] else None
         self.in_ready = pin(inp["ready"]) if inp["ready"] else None
@@ -157,16 +160,24 @@ class Bench:
                 o["h_ready"].value = int(ready)
 
     async def step(self) -> None:
-        await Timer(4, unit="ns")
-        self.sample()
-        await Timer(1, unit="ns")
-        if self.clk is not None:
-            self.clk.value = 1
-        await Timer(5, unit="ns")
-        if self.clk is not None:
-            self.clk.value = 0
-        self.cycle += 1
-        self.set_readies()
+        """One cycle as ``testbench.cycle_schedule`` lays it out (the Verilog bench's
+        ``bt_step``): by default wait 4, sample, wait 1, clock high, wait 5, clock low, count
+        the cycle, set the readies; further clocks add their edges."""
+        for event in self.cfg["schedule"]:
+            if event["delay"]:
+                await Timer(event["delay"], unit="ns")
+            action = event["action"]
+            if action == "sample":
+                self.sample()
+            elif action == "clock":
+                if self.clk is not None:
+                    self.clk.value = event["value"]
+            elif action == "edge":
+                self.extra_clk[event["port"]].value = event["value"]
+            elif action == "cycle":
+                self.cycle += 1
+            else:
+                self.set_readies()
 
     async def reset(self) -> None:
         cfg = self.cfg
@@ -179,6 +190,8 @@ class Bench:
         self.drive(static=True)  # configuration first: a design may capture it during reset
         if self.rst is not None:
             self.rst.value = cfg["reset"]["active"]
+            for handle, active in self.extra_rst:
+                handle.value = active
             self.in_reset = True
             for name, bits in cfg["reset"]["held"]:
                 self.pin(name).value = bits
@@ -187,6 +200,8 @@ class Bench:
             # as the Verilog bench's `<=`: logic on the falling edge just made still sees reset
             await Timer(1, unit="ps")
             self.rst.value = 1 - cfg["reset"]["active"]
+            for handle, active in self.extra_rst:
+                handle.value = 1 - active
             self.in_reset = False
         for o in self.outs:
             o["pend"] = False
@@ -206,7 +221,13 @@ class Bench:
             self.pin(name).value = 0
         if self.rst is not None:
             self.rst.value = 1 - cfg["reset"]["active"]
+            for handle, active in self.extra_rst:
+                handle.value = 1 - active
+        for port, level in cfg["clocks"]:
+            self.extra_clk[port].value = level
         self.set_readies()
+        if cfg["drive_offset"]:  # to the drive point, clear of every clock edge
+            await Timer(cfg["drive_offset"], unit="ns")
         data_width, gap_bits = cfg["data_width"], cfg["gap_bits"]
         start_done = cfg["input"]["protocol"] == "start_done"
         n = len(self.stim)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rtlforge.behave.base import Failure, ModelInstance
 from rtlforge.behave.model import BehaviorModel, Instance
 from rtlforge.behave.sim.check import BehaveResult, check_model, check_rtl
+from rtlforge.behave.sim.constraints import constraint_violations, z3_constraints
 from rtlforge.behave.sim.golden import GoalReport, GoldenUnavailable, golden_model
 from rtlforge.behave.sim.stimulus import (
     Stimulus,
@@ -46,7 +47,7 @@ __all__ = ["DirectedSequence", "GoalCounts", "GuidedConfig", "GuidedResult", "Gu
            "guided_check_rtl", "model_goals_hit", "stimulus_with"]
 
 QueryStatus = Literal["hit", "unreachable", "timeout", "unsupported", "discarded",
-                      "outside_domain", "skipped", "error"]
+                      "outside_domain", "outside_constraints", "skipped", "error"]
 GoalKind = Literal["branch", "fail"]
 Source = Literal["golden", "artifact"]
 
@@ -74,7 +75,9 @@ class QueryOutcome(_Frozen):
     replay (a solver/encoding bug, never counted); ``outside_domain``: a self-directed sequence
     on which the golden declares a failure (not a valid input for the task); ``skipped``: the
     budget ran out before the goal's turn; ``error``: the solver itself failed on this model
-    (the search stops for it, the concrete verdict stands)."""
+    (the search stops for it, the concrete verdict stands); ``outside_constraints``: the
+    sequence breaks the task's input constraints (the solver is given them, so this is a
+    safety net; such a sequence is never appended)."""
 
     goal: str
     kind: GoalKind
@@ -195,9 +198,11 @@ class _Unrolling:
     """The model unrolled from its reset state, one encoded transaction at a time, shared by
     every goal's queries: encoding a step costs far more than a query (measured here: tens to
     hundreds of ms per step against a few ms per query), so it is done once per model, not
-    once per goal. ``hold`` inputs are constrained equal in every transaction."""
+    once per goal. ``hold`` inputs are constrained equal in every transaction; the task's
+    input constraints are added per query, for the sequence's own transactions only."""
 
-    def __init__(self, model: BehaviorModel, hold: Sequence[str]) -> None:
+    def __init__(self, model: BehaviorModel, hold: Sequence[str],
+                 task: BehaveTask | None = None) -> None:
         from rtlforge.behave.model import z3enc
 
         try:
@@ -207,6 +212,7 @@ class _Unrolling:
                                       "`z3-solver` package to use goal-guided stimulus"
                                       ) from exc
         self.z3, self.z3enc, self.model, self.hold = z3, z3enc, model, list(hold)
+        self.task = task if task is not None and task.constraints else None
         self.solver = z3.Solver()
         ports = model.state_fields
         self.state = {n: _port_const(z3, ports[n], v)
@@ -264,6 +270,10 @@ def _solve(unrolled: _Unrolling, condition: Callable[[Any], Any],
         solver.push()
         for j in range(k):  # earlier transactions of the sequence complete
             solver.add(z3.Not(unrolled.steps[j].failed))
+        if unrolled.task is not None:  # the task's rules on how inputs move
+            for term in z3_constraints(unrolled.task, z3, unrolled.inputs[:k + 1],
+                                       lambda a, b: _equal(z3, a, b)):
+                solver.add(term)
         goal = condition(enc)
         solver.add(z3.BoolVal(goal) if isinstance(goal, bool) else goal)
         if last_ok:
@@ -332,7 +342,7 @@ def directed_search(task: BehaveTask | None, model: BehaviorModel, *, source: So
             continue
         try:
             if unrolled is None:
-                unrolled = _Unrolling(model, hold)
+                unrolled = _Unrolling(model, hold, task)
             status, steps, times, reason, seq = _solve(
                 unrolled, condition, reached, steps=config.steps, timeout_ms=config.timeout_ms,
                 last_ok=last_ok, deadline=deadline)
@@ -469,7 +479,8 @@ def guided_check_rtl(task: BehaveTask, candidate: Candidate, *,
         outcomes, found, refused = directed_search(
             task, gold, source="golden", branches_hit=branches0, fails_hit=fails0,
             config=config, deadline=start + config.budget_s)
-        added = [_with_tail(gold, s, config.tail) for s in found if s.kind == "branch"]
+        added, outcomes = _obeying(task, stim, [_with_tail(gold, s, config.tail, task)
+                                                for s in found if s.kind == "branch"], outcomes)
     elapsed = time.monotonic() - start
     result = baseline
     branches1, fails1 = set(branches0), set(fails0)  # no sequence added: the baseline's
@@ -524,7 +535,8 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
         outcomes, found, refused = directed_search(
             task, gold, source="golden", branches_hit=g0[0], fails_hit=g0[1], config=config,
             deadline=deadline)
-        added = [_with_tail(gold, s, config.tail) for s in found]
+        added, outcomes = _obeying(task, stim, [_with_tail(gold, s, config.tail, task)
+                                                for s in found], outcomes)
         if not refused.startswith("unavailable"):
             with_ref = stimulus_with(stim, added, reset=task.reset is not None)
             a_mid = model_goals_hit(task, model, with_ref)[:2]
@@ -539,7 +551,10 @@ def guided_check_model(task: BehaveTask, model: BehaviorModel, *,
                         "reason": "the golden declares a failure on this sequence"})
                     found_own = [s for s in found_own if s is not seq]
                 outcomes.append(q)
-            added += [_with_tail(gold, s, config.tail) for s in found_own]
+            own_added, outcomes = _obeying(
+                task, stimulus_with(stim, added, reset=task.reset is not None),
+                [_with_tail(gold, s, config.tail, task) for s in found_own], outcomes)
+            added += own_added
             refused = refused or refused_own
     elapsed = time.monotonic() - start
     result = baseline
@@ -569,9 +584,11 @@ def _golden_fails(task: BehaveTask, golden: BehaviorModel, seq: DirectedSequence
     return any(isinstance(instance.process(dict(v)), Failure) for v in seq.inputs)
 
 
-def _with_tail(golden: BehaviorModel, seq: DirectedSequence, tail: int) -> DirectedSequence:
+def _with_tail(golden: BehaviorModel, seq: DirectedSequence, tail: int,
+               task: BehaveTask | None = None) -> DirectedSequence:
     """``seq`` plus up to ``tail`` repeats of its last inputs, stopping before the first
-    repeat on which the golden fails (a failure-kind sequence ends at its failure)."""
+    repeat on which the golden fails (a failure-kind sequence ends at its failure) or that
+    would break the task's input constraints (a hold's max)."""
     if seq.kind == "fail" or tail == 0:
         return seq
     instance = golden.instance()
@@ -581,7 +598,44 @@ def _with_tail(golden: BehaviorModel, seq: DirectedSequence, tail: int) -> Direc
     for _ in range(tail):
         if isinstance(instance.process(dict(seq.inputs[-1])), Failure):
             break
+        if task is not None and task.constraints and _violations(
+                task, [*seq.inputs, *extra, seq.inputs[-1]]):
+            break
         extra.append(dict(seq.inputs[-1]))
     return seq.model_copy(update={"inputs": (*seq.inputs, *extra)})
+
+
+def _violations(task: BehaveTask, inputs: Sequence[dict[str, Any]]) -> list[str]:
+    """The input-constraint violations of ``inputs`` run as one sequence from reset."""
+    txns = [Transaction(inputs=dict(v), reset=k == 0) for k, v in enumerate(inputs)]
+    return [v.message for v in constraint_violations(task, txns)]
+
+
+def _obeying(task: BehaveTask, stimulus: Stimulus, sequences: Sequence[DirectedSequence],
+             outcomes: list[QueryOutcome]) -> tuple[list[DirectedSequence], list[QueryOutcome]]:
+    """The sequences that keep the task's input constraints where they would be appended
+    (after a reset; without one, joined to the stimulus), and the outcomes with each dropped
+    one's goal marked ``outside_constraints``: a sequence outside the spec's input domain
+    would test what the spec does not define."""
+    if not task.constraints:
+        return list(sequences), outcomes
+    kept: list[DirectedSequence] = []
+    dropped: dict[tuple[str, str], str] = {}
+    for seq in sequences:
+        if task.reset is not None:
+            broken = _violations(task, seq.inputs)
+        else:
+            joined = stimulus_with(stimulus, [*kept, seq], reset=False)
+            broken = [v.message for v in constraint_violations(task, joined.transactions)]
+        if broken:
+            dropped[(seq.goal, seq.source)] = broken[0]
+        else:
+            kept.append(seq)
+    marked = [q.model_copy(update={"status": "outside_constraints",
+                                   "reason": f"the sequence breaks an input constraint: "
+                                             f"{dropped[(q.goal, q.source)]}"})
+              if (q.goal, q.source) in dropped and q.status == "hit" else q
+              for q in outcomes]
+    return kept, marked
 
 

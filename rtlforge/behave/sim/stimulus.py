@@ -6,7 +6,8 @@ data interface (configuration values ride along in each one) plus backpressure p
 design's ready/valid outputs. Schedule variation: idle gaps before a transaction, resets at the
 start of a sequence and, rarely, mid-stream (after the design drained: what a reset does to
 transactions in flight is not something a behaviour model specifies), and continuous sequences
-that keep the state of the one before (no reset between them).
+that keep the state of the one before (no reset between them). A task's input constraints
+(:mod:`.constraints`) are applied last, to all of it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rtlforge.behave.sim.constraints import apply_constraints, sweep_repeats
 from rtlforge.behave.sim.protocols import Protocol
 from rtlforge.behave.sim.task import BehaveTask, Endpoint
 from rtlforge.behave.types import ArrayType, ScalarType, Value, from_bits
@@ -202,8 +204,11 @@ def generate_stimulus(task: BehaveTask, config: StimulusConfig | None = None) ->
             else:
                 values[endpoint.name] = value
             reset = k == 0 or endpoint in static
-            txns.append(Transaction(inputs={**held, **values}, gap=gap(), reset=reset,
-                                    sequence=seq))
+            # a constrained endpoint's value is proposed until a run of it can start
+            repeats = 1 if endpoint in static else sweep_repeats(task, endpoint.name)
+            for r in range(repeats):
+                txns.append(Transaction(inputs={**held, **values}, gap=gap(),
+                                        reset=reset and r == 0, sequence=seq))
         txns += _corners(static, list(data.endpoints), seq)
         seq += 1
     held = config_values()
@@ -221,6 +226,8 @@ def generate_stimulus(task: BehaveTask, config: StimulusConfig | None = None) ->
     if task.reset is None:  # nothing can reset the design: only the first transaction resets
         txns = [t.model_copy(update={"reset": n == 0}) if t.reset != (n == 0) else t
                 for n, t in enumerate(txns)]
+    if task.constraints:  # the spec's rules on how inputs move ([[constraints]])
+        txns = apply_constraints(task, txns, config.seed)
     bp = {i.name: (_backpressure(rng) if config.backpressure else (True,) * BACKPRESSURE_CYCLES)
           for i in task.outputs if i.protocol is Protocol.READY_VALID}
     return Stimulus(transactions=tuple(txns), backpressure=bp)

@@ -29,12 +29,16 @@ __all__ = [
     "TASK_FILE",
     "BehaveTask",
     "BehaveTaskError",
+    "ClockSpec",
     "Endpoint",
+    "InputConstraint",
     "Interface",
     "LatencyBounds",
     "Matching",
+    "ResetPort",
     "ResetSpec",
     "StimulusSettings",
+    "gate_wait",
     "load_behave_task",
     "parse_type",
     "reset_input_bits",
@@ -56,6 +60,17 @@ TESTBENCH_PREFIX = "bt_"
 #: bits a transaction), and no design we model needs more.
 MAX_TASK_BITS = 8192
 MAX_TASK_ELEMENTS = 4096
+#: Further clocks a task may declare, and the most rising edges one may make per cycle of the
+#: transaction clock: the testbench writes every edge of every clock (2 x ratio statements a
+#: cycle each), so a huge ratio would be a huge, slow simulation for no design we model.
+MAX_EXTRA_CLOCKS = 4
+MAX_CLOCK_RATIO = 16
+#: Further reset ports, and the widest output delay window (cycles) a per_cycle output may
+#: declare: the judge tries every delay in the window.
+MAX_EXTRA_RESETS = 4
+MAX_OUTPUT_DELAY = 32
+#: Longest hold (transactions) and settle an input constraint may ask for.
+MAX_HOLD = 100_000
 
 
 class BehaveTaskError(TaskFormatError):
@@ -124,6 +139,9 @@ class Interface(_Frozen):
     protocol: Protocol
     pins: dict[str, str] = Field(default_factory=dict)  # valid/ready/start/done -> port
     latency: int | None = Field(None, ge=0, le=4096)  # fixed_latency outputs only
+    #: per_cycle outputs only: [lo, hi]; the sampled stream is the model's delayed by one
+    #: fixed, unknown d in the window for the whole run (docs/behave-constraints.md)
+    delay: tuple[int, int] | None = None
     endpoints: tuple[Endpoint, ...] = ()
 
     @property
@@ -135,6 +153,25 @@ class Interface(_Frozen):
         """Observed at fixed cycles rather than by a handshake (matched in cycle order)."""
         return self.protocol in (Protocol.COMBINATIONAL, Protocol.PER_CYCLE,
                                  Protocol.FIXED_LATENCY)
+
+
+class ClockSpec(_Frozen):
+    """A further clock port the testbench drives at ``ratio`` rising edges per cycle of the
+    transaction clock (``clock``), e.g. a data-side clock twice as fast as the destination
+    clock of a synchroniser. ``align``: which of its edges falls on each rising edge of
+    ``clock``, its rising one (``rise``) or its falling one (``fall``: it rises half of its
+    own period earlier)."""
+
+    port: str
+    ratio: int
+    align: Literal["rise", "fall"] = "rise"
+
+
+class ResetPort(_Frozen):
+    """A further reset port, asserted and released together with the main one."""
+
+    signal: str
+    active: Literal["high", "low"] = "high"
 
 
 class ResetSpec(_Frozen):
@@ -149,6 +186,22 @@ class ResetSpec(_Frozen):
     kind: Literal["sync", "async"] = "sync"
     cycles: int = Field(2, ge=1, le=64)
     inputs: dict[str, int | bool] = Field(default_factory=dict)
+    #: further reset ports (e.g. one per clock domain), asserted and released with ``signal``
+    extra: tuple[ResetPort, ...] = ()
+
+
+class InputConstraint(_Frozen):
+    """A rule the stimulus obeys on one data-input endpoint, for specs that restrict their
+    inputs over time (docs/behave-constraints.md). ``hold = [min, max]``: each value is held
+    for min..max transactions (a run of equal values; a reset or the end of the stimulus may
+    cut a run short). ``stable_while = "Y"``: the endpoint may change only in a transaction
+    where scalar endpoint Y is 0 (false) and was 0 in the ``settle`` transactions before it
+    (within the same reset segment)."""
+
+    endpoint: str
+    hold: tuple[int, int] | None = None
+    stable_while: str | None = None
+    settle: int = Field(0, ge=0, le=MAX_HOLD)
 
 
 class StimulusSettings(_Frozen):
@@ -190,8 +243,10 @@ class BehaveTask(_Frozen):
     spec: str = ""
     spec_file: str | None = None
     clock: str | None = None
+    clocks: tuple[ClockSpec, ...] = ()  # further clocks, driven at a ratio to ``clock``
     reset: ResetSpec | None = None
     interfaces: tuple[Interface, ...] = Field(min_length=2)
+    constraints: tuple[InputConstraint, ...] = ()
     matching: Matching = Matching()
     latency: LatencyBounds = LatencyBounds()
     stimulus: StimulusSettings = StimulusSettings()
@@ -222,6 +277,9 @@ class BehaveTask(_Frozen):
     @property
     def combinational(self) -> bool:
         return self.data_input.protocol is Protocol.COMBINATIONAL
+
+    def constraint_of(self, endpoint: str) -> InputConstraint | None:
+        return next((c for c in self.constraints if c.endpoint == endpoint), None)
 
 
 # ------------------------------------------------------------------------------- checks
@@ -265,6 +323,11 @@ def check_task(task: BehaveTask) -> None:
         claim(task.clock, "clock")
     if task.reset is not None:
         claim(task.reset.signal, "reset.signal")
+        if len(task.reset.extra) > MAX_EXTRA_RESETS:
+            raise _fail(f"at most {MAX_EXTRA_RESETS} further reset ports", "reset.extra")
+        for k, port in enumerate(task.reset.extra):
+            claim(port.signal, f"reset.extra[{k}].signal")
+    _check_clocks(task, claim)
     names: set[str] = set()
     for n, iface in enumerate(task.interfaces):
         where = f"interfaces[{n}]"
@@ -287,6 +350,8 @@ def check_task(task: BehaveTask) -> None:
         if iface.latency is not None and not (iface.protocol is Protocol.FIXED_LATENCY
                                               and iface.direction == "output"):
             raise _fail("only a fixed_latency output has a latency", f"{where}.latency")
+        if iface.delay is not None:
+            _check_delay(iface, f"{where}.delay")
         allowed = allowed_pins(iface.protocol, iface.direction)
         for pin, port in iface.pins.items():
             if pin not in allowed:
@@ -320,6 +385,9 @@ def check_task(task: BehaveTask) -> None:
         raise _fail("a clocked protocol needs the clock port", "clock")
     if task.reset is not None:
         _check_reset_inputs(task, task.reset)
+    _check_constraints(task)
+    if task.constraints:
+        _check_sweep_size(task)
     if task.latency.min > task.latency.max:
         raise _fail("min exceeds max", "latency")
     total = (task.stimulus.sequences if task.stimulus.sequences is not None else 50) * (
@@ -337,6 +405,120 @@ def check_task(task: BehaveTask) -> None:
         raise _fail(f"{task.golden!r} is not a plain file name in the task directory", "golden")
     if task.rtllm is not None and not _PLAIN_FILE.match(task.rtllm):
         raise _fail(f"{task.rtllm!r} is not an RTLLM design folder name", "rtllm")
+
+
+def _check_clocks(task: BehaveTask, claim: Any) -> None:
+    if not task.clocks:
+        return
+    if task.clock is None or task.combinational:
+        raise _fail("further clocks need the transaction clock (`clock`) and a clocked "
+                    "protocol", "clocks")
+    if len(task.clocks) > MAX_EXTRA_CLOCKS:
+        raise _fail(f"at most {MAX_EXTRA_CLOCKS} further clocks", "clocks")
+    for k, spec in enumerate(task.clocks):
+        if not 1 <= spec.ratio <= MAX_CLOCK_RATIO:
+            raise _fail(f"ratio {spec.ratio} is not a whole number of rising edges per "
+                        f"transaction-clock cycle between 1 and {MAX_CLOCK_RATIO}",
+                        f"clocks[{k}].ratio")
+        claim(spec.port, f"clocks[{k}].port")
+
+
+def _check_delay(iface: Interface, field: str) -> None:
+    assert iface.delay is not None
+    lo, hi = iface.delay
+    if not (iface.direction == "output" and iface.protocol is Protocol.PER_CYCLE):
+        raise _fail("only a per_cycle output has a delay window", field)
+    if not 0 <= lo <= hi <= MAX_OUTPUT_DELAY:
+        raise _fail(f"[{lo}, {hi}] is not a window 0 <= lo <= hi <= {MAX_OUTPUT_DELAY} "
+                    "(cycles)", field)
+
+
+def _hold_bounds(c: InputConstraint | None) -> tuple[int, int | None]:
+    """(min, max) run length of a constrained endpoint; (1, None) when it has no hold."""
+    return (c.hold[0], c.hold[1]) if c is not None and c.hold is not None else (1, None)
+
+
+def gate_wait(task: BehaveTask, c: InputConstraint) -> int:
+    """Most transactions a gated endpoint may wait, once it is due to change, for its gate to
+    allow it: the gate may have to finish a shortest non-zero run, then stay 0 for ``settle``
+    more transactions (the stimulus generator's worst case; 0 without a gate)."""
+    if c.stable_while is None:
+        return 0
+    return _hold_bounds(task.constraint_of(c.stable_while))[0] + c.settle
+
+
+def _check_constraints(task: BehaveTask) -> None:
+    """Each constraint names a data-input endpoint once; gates are scalar data inputs that are
+    not gated themselves (no chains, so no loops); the holds leave room for the gate's wait,
+    so every constraint can be met at once (unsatisfiable ones are refused here, never found
+    by a generator that would loop)."""
+    data = {e.name: e for e in task.data_input.endpoints}
+    static = {e.name for i in task.static_inputs for e in i.endpoints}
+    seen: set[str] = set()
+    for k, c in enumerate(task.constraints):
+        where = f"constraints[{k}]"
+        if c.endpoint not in data:
+            why = ("a configuration (static) endpoint changes only with a reset"
+                   if c.endpoint in static else "not an input endpoint of the data interface")
+            raise _fail(f"{c.endpoint!r}: {why}", f"{where}.endpoint")
+        if c.endpoint in seen:
+            raise _fail(f"{c.endpoint!r} is constrained twice: put its rules in one entry",
+                        f"{where}.endpoint")
+        seen.add(c.endpoint)
+        if c.hold is None and c.stable_while is None:
+            raise _fail("a constraint has a hold, a stable_while, or both", where)
+        if c.hold is not None and not 1 <= c.hold[0] <= c.hold[1] <= MAX_HOLD:
+            raise _fail(f"{list(c.hold)} is not [min, max] with 1 <= min <= max <= {MAX_HOLD}"
+                        " (transactions)", f"{where}.hold")
+        if c.stable_while is None:
+            if c.settle:
+                raise _fail("settle belongs to stable_while", f"{where}.settle")
+            continue
+        gate = data.get(c.stable_while)
+        if gate is None:
+            raise _fail(f"{c.stable_while!r} is not an input endpoint of the data interface",
+                        f"{where}.stable_while")
+        if gate.name == c.endpoint:
+            raise _fail("an endpoint cannot be stable while itself is 0", f"{where}.stable_while")
+        if not isinstance(gate.type, ScalarType):
+            raise _fail(f"{gate.name!r} is an array: a gate is a scalar (0 = may change)",
+                        f"{where}.stable_while")
+    for k, c in enumerate(task.constraints):
+        if c.stable_while is None:
+            continue
+        where = f"constraints[{k}]"
+        gate_rule = task.constraint_of(c.stable_while)
+        if gate_rule is not None and gate_rule.stable_while is not None:
+            raise _fail(f"{c.stable_while!r} gates {c.endpoint!r} and is gated itself (by "
+                        f"{gate_rule.stable_while!r}): chains of stable_while are not supported",
+                        f"{where}.stable_while")
+        gate_max = _hold_bounds(gate_rule)[1]
+        if gate_max is not None and gate_max < c.settle + 1:
+            raise _fail(f"unsatisfiable: {c.endpoint!r} may change only after "
+                        f"{c.stable_while!r} was 0 for {c.settle + 1} transactions, but "
+                        f"{c.stable_while!r} holds a value at most {gate_max}",
+                        f"{where}.settle")
+        lo, hi = _hold_bounds(c)
+        wait = gate_wait(task, c)
+        if hi is not None and hi - wait < lo:
+            raise _fail(f"unsatisfiable: {c.endpoint!r} holds a value at most {hi} "
+                        f"transactions, but it may have to wait {wait} for {c.stable_while!r} "
+                        f"(its shortest run, then {c.settle} settle) after holding {lo}: "
+                        f"make max at least {lo + wait}", f"{where}.hold")
+
+
+def _check_sweep_size(task: BehaveTask) -> None:
+    """The edge sweep proposes each edge value of a constrained endpoint for its longest run
+    plus wait (:func:`~.constraints.sweep_repeats`): long holds on wide endpoints would make
+    it huge, so it counts against the same bound as the random transactions."""
+    from rtlforge.behave.sim.constraints import sweep_repeats
+    from rtlforge.behave.sim.stimulus import edge_cases
+
+    size = sum(len(edge_cases(e.type)) * sweep_repeats(task, e.name)
+               for e in task.data_input.endpoints)
+    if size > MAX_TASK_TRANSACTIONS:
+        raise _fail(f"with these holds the edge sweep alone is {size} transactions, more than "
+                    f"{MAX_TASK_TRANSACTIONS}: shorten the holds", "constraints")
 
 
 def _check_reset_inputs(task: BehaveTask, reset: ResetSpec) -> None:

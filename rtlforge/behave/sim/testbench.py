@@ -20,9 +20,21 @@ before the rising edge, the design updates on the rising edge. Log lines (``cycl
 
 Before every reset after the first, the testbench stops offering input and drains the design
 (outputs always ready) so that no transaction is in flight when it resets.
+
+Further clocks (``[[clocks]]``, ``ratio`` rising edges per transaction-clock cycle, one of its
+edges on each rising edge of ``clock``): the cycle is stretched to ``10 x lcm(ratios)`` units
+so that every edge falls on a whole time unit, and inputs, readies and reset change 1 unit
+after the falling edge instead of at it, where no clock has an edge (a fast clock has one at
+the falling edge of the slow one). The one ``initial`` block still makes every edge
+(:func:`cycle_schedule`), so the order of events within a time step is the same in every
+simulator and in the cocotb bench, which follows the same schedule. The log counts
+transaction-clock cycles either way.
 """
 
 from __future__ import annotations
+
+import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,7 +43,8 @@ from rtlforge.behave.sim.stimulus import BACKPRESSURE_CYCLES, MAX_GAP, Stimulus
 from rtlforge.behave.sim.task import BehaveTask, Interface, reset_input_bits
 from rtlforge.behave.types import to_bits
 
-__all__ = ["LOG_FILE", "STIM_FILE", "TB_FILE", "TB_TOP", "TestbenchPlan", "plan_testbench"]
+__all__ = ["LOG_FILE", "STIM_FILE", "TB_FILE", "TB_TOP", "ScheduledEvent", "TestbenchPlan",
+           "clock_start_values", "cycle_schedule", "drive_offset", "plan_testbench"]
 
 TB_TOP = "behave_tb"
 TB_FILE = "behave_tb.v"
@@ -52,6 +65,84 @@ class TestbenchPlan(BaseModel):
     files: dict[str, str]  # file name -> content (stimulus and backpressure patterns)
     drain_cycles: int
     stall_limit: int
+
+
+class ScheduledEvent(BaseModel):
+    """One thing a testbench cycle does, ``delay`` time units after the previous one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    delay: int
+    action: Literal["sample", "clock", "edge", "cycle", "readies"]
+    port: str = ""  # an extra clock's port (edge)
+    value: int = 0  # the clock's new level (clock, edge)
+
+
+def drive_offset(task: BehaveTask) -> int:
+    """Time units after the falling edge at which inputs, readies and reset change: 0, or 1
+    with further clocks (a fast clock has an edge at the falling edge of ``clock``)."""
+    return 1 if task.clocks else 0
+
+
+def _period(task: BehaveTask) -> int:
+    return 10 * math.lcm(*(c.ratio for c in task.clocks)) if task.clocks else 10
+
+
+def clock_start_values(task: BehaveTask) -> tuple[tuple[str, int], ...]:
+    """Each further clock's level at time 0 (as just after the falling edge of ``clock``,
+    which is its 2 x ratio-th edge of the cycle: with ``align = "rise"`` high when the ratio
+    is even, with ``"fall"`` the opposite)."""
+    return tuple((c.port, int(c.ratio % 2 == 0) ^ (c.align == "fall")) for c in task.clocks)
+
+
+def cycle_schedule(task: BehaveTask) -> tuple[ScheduledEvent, ...]:
+    """One cycle of the testbench from its drive point: the sample 1 unit before the rising
+    edge of ``clock``, that edge at half the period, the falling edge (the cycle count moves
+    on), every further clock's edges, then the readies at the next drive point. Events of one
+    time step keep this order: sample, ``clock``, cycle count, further clocks, readies."""
+    period, drive = _period(task), drive_offset(task)
+    half = period // 2
+    timed: list[tuple[int, int, ScheduledEvent]] = [
+        (half - 1, 0, ScheduledEvent(delay=0, action="sample")),
+        (half, 1, ScheduledEvent(delay=0, action="clock", value=1)),
+        (period, 1, ScheduledEvent(delay=0, action="clock", value=0)),
+        (period, 2, ScheduledEvent(delay=0, action="cycle")),
+        (period + drive, 4, ScheduledEvent(delay=0, action="readies")),
+    ]
+    for spec in task.clocks:
+        # its edges: every step; the one at `half` (the rising edge of `clock`) is its rising
+        # edge with align = "rise", its falling edge with "fall"
+        step, fall = period // (2 * spec.ratio), spec.align == "fall"
+        for k in range(1, 2 * spec.ratio + 1):
+            level = int((k - spec.ratio) % 2 == 0) ^ fall
+            timed.append((k * step, 3, ScheduledEvent(delay=0, action="edge", port=spec.port,
+                                                      value=level)))
+    timed.sort(key=lambda item: (item[0], item[1]))
+    out, now = [], drive
+    for at, _, event in timed:
+        out.append(event.model_copy(update={"delay": at - now}))
+        now = at
+    return tuple(out)
+
+
+def _step_lines(task: BehaveTask, readies: list[str]) -> list[str]:
+    """The body of ``bt_step``: the cycle schedule as Verilog (one statement a line)."""
+    lines: list[str] = []
+    for event in cycle_schedule(task):
+        wait = f"#{event.delay} " if event.delay else ""
+        if event.action == "sample":
+            lines.append(f"      {wait}bt_sample;")
+        elif event.action == "clock":
+            lines.append(f"      {wait}bt_clk = {event.value};")
+        elif event.action == "edge":
+            lines.append(f"      {wait}{event.port} = 1'b{event.value};")
+        elif event.action == "cycle":
+            lines.append(f"      {wait}bt_cycle = bt_cycle + 1;")
+        else:
+            if event.delay:
+                lines.append(f"      #{event.delay};")
+            lines.append("\n".join(readies))
+    return lines
 
 
 def bp_file(iface: Interface) -> str:
@@ -119,9 +210,15 @@ def plan_testbench(task: BehaveTask, stimulus: Stimulus, *, stall_limit: int | N
     conns: list[str] = []
     if task.clock and not task.combinational:
         conns.append(f".{task.clock}(bt_clk)")
+    for port, level in clock_start_values(task):
+        decl.append(f"  reg {port} = 1'b{level};")
+        conns.append(f".{port}({port})")
     if reset is not None:
         decl.append(f"  reg {reset.signal} = {inactive};")
         conns.append(f".{reset.signal}({reset.signal})")
+        for extra in reset.extra:
+            decl.append(f"  reg {extra.signal} = 1'b{int(extra.active == 'low')};")
+            conns.append(f".{extra.signal}({extra.signal})")
     for iface in task.interfaces:
         kind = "reg" if iface.direction == "input" else "wire"
         for e in iface.endpoints:
@@ -212,12 +309,20 @@ def plan_testbench(task: BehaveTask, stimulus: Stimulus, *, stall_limit: int | N
 
     # endpoints the task holds at a value while reset is active ([reset] inputs)
     held = [f"      {e.pin} = {e.width}'h{bits:x};" for e, bits in reset_input_bits(task)]
-    reset_body = ([f"      {reset.signal} = {active}; bt_in_reset = 1;", *held,
+    # further reset ports go with the main one, each at its own polarity
+    extra_on = "".join(f" {x.signal} = 1'b{int(x.active == 'high')};"
+                       for x in (reset.extra if reset is not None else ()))
+    extra_off = "".join(f" {x.signal} <= 1'b{int(x.active == 'low')};"
+                        for x in (reset.extra if reset is not None else ()))
+    reset_body = ([f"      {reset.signal} = {active};{extra_on} bt_in_reset = 1;", *held,
                    f"      repeat ({reset.cycles}) bt_step;",
                    # released with <=: a design's negedge logic in this same time step
                    # (the falling edge just made) still sees reset, in any simulator order
-                   f"      {reset.signal} <= {inactive}; bt_in_reset = 0;"]
+                   f"      {reset.signal} <= {inactive};{extra_off} bt_in_reset = 0;"]
                   if reset is not None else [])
+    start = [line.replace("      ", "    ") for line in readies] or [""]
+    if drive_offset(task):
+        start.append(f"    #{drive_offset(task)};  // to the drive point, clear of clock edges")
     text = f"""`timescale 1ns/1ps
 // Generated by rtlforge BEHAVE-Sim for task {task.id}: do not edit.
 module {TB_TOP};
@@ -247,11 +352,7 @@ module {TB_TOP};
 
   task bt_step;
     begin
-      #4 bt_sample;
-      #1 bt_clk = 1;
-      #5 bt_clk = 0;
-      bt_cycle = bt_cycle + 1;
-{chr(10).join(readies)}
+{chr(10).join(_step_lines(task, readies))}
     end
   endtask
 
@@ -275,7 +376,7 @@ module {TB_TOP};
     $readmemh("{STIM_FILE}", bt_stim);
 {chr(10).join(f'    $readmemh("{bp_file(o)}", bt_bp_{o.name});' for o in rv_outs)}
     bt_fd = $fopen("{LOG_FILE}", "w");
-{chr(10).join(readies).replace("      ", "    ")}
+{chr(10).join(start)}
     while (bt_ip < {len(lines)} && !bt_dead) begin
       if (!bt_offering) begin
         if (!bt_loaded) begin
