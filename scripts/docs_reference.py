@@ -19,7 +19,8 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -114,10 +115,17 @@ def builtin_options(host: PluginHost) -> list[PluginOptionsDoc]:
                 continue
             factory = reg.factory
             qualname = getattr(factory, "__qualname__", type(factory).__qualname__)
+            options = host.options(kind.name, name)
+            # A plugin class that presets its options model (an agent role's ``defaults``)
+            # shows its own defaults, not the model's.
+            preset = getattr(factory, "defaults", None)
+            if isinstance(preset, host.options_model(kind.name, name)):
+                options = [replace(o, default=getattr(preset, o.name, o.default))
+                           for o in options]
             out.append(PluginOptionsDoc(
                 kind=kind.name, name=name, plugin=reg.plugin,
                 factory=f"{getattr(factory, '__module__', '?')}.{qualname}",
-                options=host.options(kind.name, name),
+                options=options,
             ))
     return out
 
@@ -141,8 +149,11 @@ _RST_LITERAL = re.compile(r"``(.+?)``")
 
 def rst_to_markdown(text: str) -> str:
     """The reST our docstrings use (``literal``, :class:`~a.B`) as Markdown code spans."""
-    text = _RST_ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`",
-                         text)
+    def role(match: re.Match[str]) -> str:
+        target = match.group(2)
+        return f"`{target.rsplit('.', 1)[-1] if match.group(1) else target}`"
+
+    text = _RST_ROLE.sub(role, text)
     text = _RST_LITERAL.sub(lambda m: f"`{m.group(1)}`", text)
     # A reST "::" introducing an indented block reads as a colon; the block stays indented
     # (Markdown shows it as code).
@@ -157,6 +168,11 @@ def _cell(value: object) -> str:
 def _code(value: object) -> str:
     text = _cell(value)
     return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def _default_text(value: object) -> str:
+    """A default as Python would spell it (an enum member by its value)."""
+    return repr(value.value if isinstance(value, Enum) else value)
 
 
 def render_hooks(host: PluginHost) -> str:
@@ -212,7 +228,7 @@ def render_options(host: PluginHost) -> str:
             continue
         lines += ["| option | type | default | description |", "|---|---|---|---|"]
         for opt in doc.options:
-            default = "*required*" if opt.required else _code(repr(opt.default))
+            default = "*required*" if opt.required else _code(_default_text(opt.default))
             lines.append(f"| `{opt.name}` | {_code(opt.type)} | {default} | "
                          f"{_cell(rst_to_markdown(opt.description))} |")
         lines.append("")

@@ -16,7 +16,7 @@ are forwarded to. Annotations pydantic cannot check (a live pipeline, an executo
 
 A derived option's description is read from the docstrings, in the Google style the API
 reference renders too: an ``Args:`` section of the ``__init__`` that takes the parameter, else of
-its class (``Attributes:`` is read as well, for dataclasses)::
+its class, the nearest along the MRO (``Attributes:`` is read as well, for dataclasses)::
 
     def __init__(self, *, temperature: float = 0.7) -> None:
         '''Args:
@@ -185,14 +185,17 @@ def _dataclass_fields(cls: type) -> list[_Spec]:
 def _parameters(factory: Callable[..., Any]) -> list[_Spec]:
     """Keyword parameters of the constructor, following ``**kwargs`` to the next ``__init__``."""
     if isinstance(factory, type):
-        owners = [klass for klass in factory.__mro__
-                  if "__init__" in klass.__dict__ and klass is not object]
-        inits = [(klass.__dict__["__init__"], klass) for klass in owners]
+        inits = [klass.__dict__["__init__"] for klass in factory.__mro__
+                 if "__init__" in klass.__dict__ and klass is not object]
+        # A parameter a subclass takes again means what its base documents, unless it says
+        # otherwise: the nearest description along the MRO wins.
+        documented = _documented(*(d for klass in factory.__mro__ if klass is not object
+                                   for d in (klass.__dict__.get("__init__"), klass)))
     else:
-        inits = [(factory, None)]
+        inits = [factory]
+        documented = _documented(factory)
     out: dict[str, _Spec] = {}
-    for func, owner in inits:
-        documented = _documented(func, owner)
+    for func in inits:
         try:
             sig = inspect.signature(func)
         except (TypeError, ValueError):
