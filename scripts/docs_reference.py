@@ -322,6 +322,10 @@ def render_api_page(module: str) -> str:
 def pages() -> dict[str, str]:
     """Every generated page: path under ``docs/`` -> Markdown."""
     host = reference_host()
+    if host.failures:
+        # A plugin that failed to load would be missing from the reference without a word.
+        problems = "; ".join(f"{name}: {why}" for name, why in sorted(host.failures.items()))
+        raise RuntimeError(f"the reference cannot be generated, plugins failed: {problems}")
     out = {
         "reference/hooks.md": render_hooks(host),
         "reference/options.md": render_options(host),
