@@ -166,7 +166,9 @@ def _cell(value: object) -> str:
 
 
 def _code(value: object) -> str:
-    text = _cell(value)
+    """A code span for a table cell: Python-Markdown's tables do not split on a ``|`` inside
+    one, and a backslash there would show, so only whitespace is normalised."""
+    text = " ".join(str(value).split())
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
@@ -286,7 +288,9 @@ def render_cli(root: click.Group | None = None) -> str:
         if module and ctx.parent is not None:
             lines += [f"Defined in `{module}`.", ""]
         lines += ["```text", command.get_usage(ctx), "```", ""]
-        help_text = inspect.cleandoc(command.help or "").replace("\b\n", "")
+        # Wrapped as click wraps it for --help, so the block needs no horizontal scrolling.
+        help_text = click.formatting.wrap_text(inspect.cleandoc(command.help or ""), width=72,
+                                               preserve_paragraphs=True)
         if help_text:
             lines += ["```text", help_text, "```", ""]
         rows = _param_rows(command, ctx)
@@ -360,6 +364,18 @@ def on_config(config: Any) -> Any:
     if config.nav:
         config.nav = replace(config.nav)
     return config
+
+
+_RENDERED_ROLE = re.compile(
+    r":(?:class|func|meth|mod|attr|data|exc|obj):<code>(~?)([^<]+)</code>")
+
+
+def on_page_content(html: str, **kwargs: Any) -> str:
+    """Drop the reST role prefixes mkdocstrings leaves in rendered docstrings
+    (``:class:<code>~a.B</code>`` reads as ``<code>B</code>``)."""
+    return _RENDERED_ROLE.sub(
+        lambda m: f"<code>{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}</code>",
+        html)
 
 
 def on_files(files: Any, config: Any) -> Any:
