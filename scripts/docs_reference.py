@@ -93,11 +93,25 @@ def hook_specs(host: PluginHost) -> list[HookSpecDoc]:
         out.append(HookSpecDoc(
             name=name,
             module=module,
-            signature=f"{name}{inspect.signature(function)}",
+            signature=_signature(name, function),
             doc=inspect.cleandoc(function.__doc__ or ""),
             firstresult=bool(spec.opts.get("firstresult")),
         ))
     return sorted(out, key=lambda h: (h.module != "rtlforge.core.hookspecs", h.module, h.name))
+
+
+def _signature(name: str, function: Any) -> str:
+    """``name(param: Type) -> Return`` with annotations as written (they are strings under
+    ``from __future__ import annotations``, which ``inspect`` would show quoted)."""
+    sig = inspect.signature(function)
+
+    def text(annotation: Any) -> str:
+        return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+    params = [p.name if p.annotation is p.empty else f"{p.name}: {text(p.annotation)}"
+              for p in sig.parameters.values()]
+    returns = "" if sig.return_annotation is sig.empty else f" -> {text(sig.return_annotation)}"
+    return f"{name}({', '.join(params)}){returns}"
 
 
 def builtin_plugins(host: PluginHost) -> set[str]:
