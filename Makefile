@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench tools venv clean test-llm-server train-example
+.PHONY: demo test test-fast lint bench tools venv clean test-llm-server train-example docs
 
 tools:
 	@bash scripts/install-tools.sh
@@ -59,6 +59,18 @@ test: tools venv
 test-fast: venv
 	$(BIN)/pytest -q -m "not tools and not shared and not slow"
 
+# The documentation site into site/ (docs/building-docs.md). The reference pages are generated
+# from the code by scripts/docs_reference.py; --strict turns every warning (a broken link or
+# anchor, a docstring mkdocstrings cannot render) into a failed build.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 lint: venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
 	$(BIN)/lint-imports
@@ -72,4 +84,4 @@ test-llm-server: venv
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/llm-server-test.sh
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache
+	rm -rf $(VENV) runs site .pytest_cache .ruff_cache

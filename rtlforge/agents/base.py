@@ -138,12 +138,15 @@ class RoleSettings(PluginOptions):
 
     template: str = Field("generic", description="bundled role template name or a .toml path")
     generator: str | None = Field(None, description="generator plugin; None: the run's default")
-    generator_options: dict[str, Any] = Field(default_factory=dict)
-    temperature: float = Field(0.5, ge=0.0, le=2.0)
-    top_p: float = Field(0.95, gt=0.0, le=1.0)
-    max_tokens: int = Field(2048, ge=1)
-    retrieval_k: int = Field(5, ge=0, le=50)
-    focus: Focus = Focus.FULL
+    generator_options: dict[str, Any] = Field(
+        default_factory=dict, description="options of that generator (its options model)")
+    temperature: float = Field(0.5, ge=0.0, le=2.0, description="sampling temperature")
+    top_p: float = Field(0.95, gt=0.0, le=1.0, description="nucleus sampling threshold")
+    max_tokens: int = Field(2048, ge=1, description="most tokens one answer may take")
+    retrieval_k: int = Field(5, ge=0, le=50,
+                             description="knowledge entries retrieved into the prompt (0: none)")
+    focus: Focus = Field(Focus.FULL, description="what the prompt concentrates on: full, "
+                         "minimal, error, synthesis or architecture")
 
 
 @dataclass(frozen=True)

@@ -150,12 +150,19 @@ def _task_key(value: Any) -> tuple[str, str]:
 class _BehaveReward(Reward):
     """Shared machinery: task resolution and caching, extraction, parallel checks, verdicts.
 
-    Options: ``tasks`` (a directory of task directories, or one task directory, for the
-    ``task_id`` column), the stimulus (``seed``, ``sequences``, ``transactions``: unset, the
-    task's ``[stimulus]`` or the issue's baseline 50 x 100, so the reward agrees with
-    ``rtlforge behave check``),
-    ``timeout_s`` per tool run, ``workers`` parallel RTL checks, and ``runner`` (a sandbox
-    runner; by default one is made on first use and kept until :meth:`close`).
+    Unset stimulus options take the task's ``[stimulus]``, then the issue's baseline 50 x 100,
+    so the reward agrees with ``rtlforge behave check``.
+
+    Args:
+        tasks: a directory of task directories, or one task directory, that the ``task_id``
+            column names.
+        seed: the stimulus seed.
+        sequences: random stimulus sequences per check (unset: the task's, then 50).
+        transactions: transactions per sequence (unset: the task's, then 100).
+        timeout_s: wall-clock seconds per tool run.
+        workers: RTL checks run in parallel.
+        runner: the sandbox runner checks run in; by default one is made on first use and kept
+            until :meth:`close`.
     """
 
     name: ClassVar[str]
@@ -372,6 +379,11 @@ class BehaveCoverageReward(_BehaveReward):
 
     def __init__(self, tasks: str | Path | None = None, *,
                  artifact: Literal["rtl", "model"] = "rtl", **options: Any) -> None:
+        """Args:
+            artifact: what the completion holds: ``rtl`` (a design) or ``model`` (a
+                behaviour model).
+            **options: the options every behave reward takes.
+        """
         super().__init__(tasks, **options)
         if artifact not in ("rtl", "model"):
             raise ValueError(f"artifact must be 'rtl' or 'model', not {artifact!r}")

@@ -14,6 +14,18 @@ the class: a dataclass's init fields (a field's ``metadata["description"]`` is i
 the keyword parameters of ``__init__``, following ``**kwargs`` up the MRO to the ``__init__`` they
 are forwarded to. Annotations pydantic cannot check (a live pipeline, an executor) become ``Any``.
 
+A derived option's description is read from the docstrings, in the Google style the API
+reference renders too: an ``Args:`` section of the ``__init__`` that takes the parameter, else of
+its class, the nearest along the MRO (``Attributes:`` is read as well, for dataclasses)::
+
+    def __init__(self, *, temperature: float = 0.7) -> None:
+        '''Args:
+            temperature: sampling temperature (0 is greedy).
+        '''
+
+A dataclass field's ``metadata["description"]`` wins over the docstring. Every built-in option
+has a description: ``tests/docs/test_docs_reference.py`` fails on one without.
+
 ``PluginHost.create`` validates keyword options against the model (:class:`PluginOptionsError`,
 never a ``TypeError`` from deep inside a constructor), ``rtlforge plugins`` lists them, and
 :func:`parse_option_strings` types the CLI's ``--*-option KEY=VALUE`` strings with them.
@@ -25,6 +37,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import re
 import sys
 import types
 import typing
@@ -105,8 +118,55 @@ class _Factory:
     make: Callable[[], Any]
 
 
+_SECTION = re.compile(r"(Args|Arguments|Parameters|Keyword Args|Keyword Arguments|Attributes):")
+_ENTRY = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(?:\s+(.*))?")
+
+
+def docstring_options(doc: str | None) -> dict[str, str]:
+    """Name -> description from the Google-style ``Args:`` / ``Attributes:`` sections of a
+    docstring: ``name: text`` or ``name (type): text``, continued on more-indented lines."""
+    if not doc:
+        return {}
+    out: dict[str, str] = {}
+    entry_indent: int | None = None
+    current: str | None = None
+    in_section = False
+    for line in inspect.cleandoc(doc).splitlines():
+        text = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if not text:
+            continue
+        if _SECTION.fullmatch(text):
+            in_section, entry_indent, current = True, None, None
+            continue
+        if not in_section:
+            continue
+        if entry_indent is None:
+            entry_indent = indent
+        if indent < entry_indent or (indent == entry_indent and not _ENTRY.fullmatch(text)):
+            in_section, current = False, None
+            continue
+        match = _ENTRY.fullmatch(text) if indent == entry_indent else None
+        if match:
+            current = match.group(1)
+            out[current] = (match.group(2) or "").strip()
+        elif current is not None:
+            out[current] = f"{out[current]} {text}".strip()
+    return out
+
+
+def _documented(*owners: Any) -> dict[str, str]:
+    """Option descriptions from the docstrings of ``owners``; the first to describe one wins."""
+    out: dict[str, str] = {}
+    for owner in owners:
+        for name, text in docstring_options(getattr(owner, "__doc__", None)).items():
+            out.setdefault(name, text)
+    return out
+
+
 def _dataclass_fields(cls: type) -> list[_Spec]:
     hints = _hints(cls, {f.name: f.type for f in dataclasses.fields(cls)}, cls.__module__)
+    documented = _documented(*(k for k in cls.__mro__ if k is not object))
     out: list[_Spec] = []
     for f in dataclasses.fields(cls):
         if not f.init:
@@ -117,7 +177,8 @@ def _dataclass_fields(cls: type) -> list[_Spec]:
             default = _Factory(f.default_factory)
         else:
             default = PydanticUndefined
-        out.append((f.name, hints[f.name], default, str(f.metadata.get("description", ""))))
+        description = str(f.metadata.get("description", "")) or documented.get(f.name, "")
+        out.append((f.name, hints[f.name], default, description))
     return out
 
 
@@ -126,8 +187,13 @@ def _parameters(factory: Callable[..., Any]) -> list[_Spec]:
     if isinstance(factory, type):
         inits = [klass.__dict__["__init__"] for klass in factory.__mro__
                  if "__init__" in klass.__dict__ and klass is not object]
+        # A parameter a subclass takes again means what its base documents, unless it says
+        # otherwise: the nearest description along the MRO wins.
+        documented = _documented(*(d for klass in factory.__mro__ if klass is not object
+                                   for d in (klass.__dict__.get("__init__"), klass)))
     else:
         inits = [factory]
+        documented = _documented(factory)
     out: dict[str, _Spec] = {}
     for func in inits:
         try:
@@ -145,7 +211,7 @@ def _parameters(factory: Callable[..., Any]) -> list[_Spec]:
                 forwards = True
             elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in out:
                 default = PydanticUndefined if p.default is p.empty else p.default
-                out[p.name] = (p.name, hints[p.name], default, "")
+                out[p.name] = (p.name, hints[p.name], default, documented.get(p.name, ""))
         if not forwards:
             break
     return list(out.values())

@@ -568,6 +568,18 @@ class ASTSimilarityReward(Reward):
                  no_code_reward: float = -10.0, max_source_chars: int = 200_000,
                  max_nodes: int = 200_000, max_steps: int = 5_000_000,
                  time_budget_s: float = 5.0, cache_size: int = 1024) -> None:
+        """Args:
+            backend: the parser: ``pyverilog`` (the paper's), ``pyslang`` or ``auto``.
+            scale: the reward of a perfect match (``scale * similarity``).
+            unparsable_reward: the reward of code that does not parse.
+            no_code_reward: the reward of a completion with no Verilog module.
+            max_source_chars: longer sources are scored as unparsable, not parsed.
+            max_nodes: a tree with more nodes is scored as unparsable.
+            max_steps: the similarity computation's step budget per comparison (past it the
+                score abstains).
+            time_budget_s: wall-clock seconds per comparison (past it the score abstains).
+            cache_size: parsed references kept (one per backend and reference text).
+        """
         if backend not in ("auto", "pyverilog", "pyslang"):
             raise ValueError(f"backend must be 'auto', 'pyverilog' or 'pyslang', not {backend!r}")
         self.scale = scale

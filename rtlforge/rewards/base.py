@@ -398,6 +398,26 @@ class RTLReward(Reward):
         executor: Executor | None = None,
         host: PluginHost | None = None,
     ) -> None:
+        """Args:
+            tasks: the tasks completions are scored against: a mapping by id, a list, a task
+                folder (a suite of ``task.toml`` folders or an RTLLM v2 layout) or a lookup.
+            pipeline: validates the completions (default: ``Pipeline.build`` on the host, 60 s
+                per stage).
+            timeout_reward: reward of a design whose simulation never finishes; None abstains.
+            on_duplicate: a candidate repeating a history entry or an earlier candidate of its
+                group: ``flag``, ``zero`` or ``abstain``.
+            on_weak_testbench: a task whose testbench passes an all-zero module: ``flag``,
+                ``zero`` or ``abstain`` for each of its samples.
+            on_constant_output: a passing candidate whose outputs are all constant: ``flag``,
+                ``zero`` or ``abstain``.
+            check_golden: run each task's golden through the pipeline once; a task whose golden
+                fails makes its samples abstain.
+            probe_testbench: probe each task's testbench once with an all-zero module (what
+                ``on_weak_testbench`` judges).
+            executor: runs the validations (default: the pipeline's own thread pool).
+            host: where the default pipeline and PPA estimator come from (default:
+                ``PluginHost.default()``).
+        """
         self._lookup = resolve_tasks(tasks)
         # ``host`` serves only the defaults (pipeline, estimator); None: PluginHost.default()
         self.host = host
@@ -616,6 +636,14 @@ class PPAReward(RTLReward):
                  estimator: PPAEstimator | None = None, clock: str | None = None,
                  period_ns: float | None = None, ppa_workers: int | None = None,
                  **options: Any) -> None:
+        """Args:
+            estimator: measures passing candidates and goldens (default: the host's
+                ``yosys-sta``).
+            clock: the clock port passed to the estimator (default: detected per design).
+            period_ns: the clock period passed to the estimator (default: the estimator's).
+            ppa_workers: designs measured at once (default: up to 16).
+            **options: :class:`RTLReward`'s options.
+        """
         super().__init__(tasks, pipeline, **options)
         if estimator is None:
             estimator = self._host().create("ppa_estimator", "yosys-sta")

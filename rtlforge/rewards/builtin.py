@@ -84,6 +84,10 @@ class SequentialHVCReward(PPAReward):
 
     def __init__(self, tasks: TaskSource, pipeline: Any = None, *, hvc_cap: float = 3.0,
                  **options: Any) -> None:
+        """Args:
+            hvc_cap: the largest hypervolume contribution counted (the paper's clip at 3).
+            **options: :class:`PPAReward`'s options.
+        """
         super().__init__(tasks, pipeline, **options)
         self.hvc_cap = hvc_cap
 
@@ -113,6 +117,10 @@ class RepetitionPenaltyReward(PPAScalarReward):
 
     def __init__(self, tasks: TaskSource, pipeline: Any = None, *, penalty: float = 1.0,
                  **options: Any) -> None:
+        """Args:
+            penalty: λ, subtracted from a passing candidate that repeats a history entry.
+            **options: :class:`PPAReward`'s options.
+        """
         super().__init__(tasks, pipeline, **options)
         self.penalty = penalty
 

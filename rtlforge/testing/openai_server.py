@@ -9,11 +9,16 @@ are served one at a time (the model is not thread-safe). Needs the ``[train]`` e
 
     with LocalModelServer(model_dir) as server:
         gen = OpenAIGenerator(model="tiny", base_url=server.url, api_key_env=None)
+
+From a shell, ``python -m rtlforge.testing.openai_server MODEL_DIR --port 8011`` serves until
+interrupted, so the command-line tutorials can talk to a served model without a GPU or vLLM.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,7 +39,7 @@ class LocalModelServer:
     """
 
     def __init__(self, model_dir: str | Path, *, max_new_tokens: int = 64,
-                 model_name: str = "local") -> None:
+                 model_name: str = "local", port: int = 0) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -46,7 +51,7 @@ class LocalModelServer:
         self.max_new_tokens = max_new_tokens
         self.requests = 0
         self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True,
                                         name="rtlforge-local-model-server")
@@ -148,3 +153,29 @@ def _handler(server: LocalModelServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve ``MODEL_DIR`` on ``127.0.0.1:PORT`` until SIGINT or SIGTERM; prints the base URL."""
+    parser = argparse.ArgumentParser(
+        prog="python -m rtlforge.testing.openai_server",
+        description="Serve a local Hugging Face model directory as an OpenAI-compatible API on "
+                    "127.0.0.1 (for tutorials and tests; one request at a time).")
+    parser.add_argument("model_dir", type=Path)
+    parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--max-new-tokens", type=int, default=64,
+                        help="cap on every completion, whatever the request asks")
+    parser.add_argument("--model-name", default="local", help="the model name responses carry")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with LocalModelServer(args.model_dir, max_new_tokens=args.max_new_tokens,
+                          model_name=args.model_name, port=args.port) as server:
+        print(f"serving {args.model_dir} at {server.url}", flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

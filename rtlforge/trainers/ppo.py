@@ -292,6 +292,14 @@ class PPOTrainer(Trainer):
     def __init__(self, config: PPOConfig, *, host: PluginHost | None = None,
                  out_dir: str | Path | None = None,
                  progress: ProgressCallback | None = None) -> None:
+        """Args:
+            config: the validated training config (the YAML file's ``PPOConfig``).
+            host: where the reward, validators and estimators the config names come from
+                (default: ``PluginHost.default()``).
+            out_dir: the run folder; wins over the config's ``out_dir`` (the CLI's ``--out``).
+            progress: called with each metrics record once it is written (the CLI draws
+                its progress bar with it).
+        """
         import torch
 
         self.config = config

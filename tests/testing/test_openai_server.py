@@ -52,3 +52,40 @@ def test_bad_requests_get_a_400_not_a_crash(server) -> None:  # type: ignore[no-
     assert reply.status == 400 and b"messages" in reply.read()
     conn.request("POST", "/v1/nope", body="{}")
     assert conn.getresponse().status == 404
+
+
+def test_the_command_line_serves_until_terminated(tiny_model: Path) -> None:
+    # What the tutorials run: `python -m rtlforge.testing.openai_server MODEL_DIR --port N`.
+    import json
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtlforge.testing.openai_server", str(tiny_model),
+         "--port", str(port), "--max-new-tokens", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip().endswith(f"http://127.0.0.1:{port}/v1")
+        body = json.dumps({"prompt": "module", "max_tokens": 4}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            answer = json.load(reply)
+        assert answer["object"] == "text_completion" and len(answer["choices"]) == 1
+        assert answer["usage"]["completion_tokens"] <= 4
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -166,6 +166,9 @@ class Retriever(Plugin):
     name = "abstract"
 
     def __init__(self, entries: Sequence[KnowledgeEntry] | None = None) -> None:
+        """Args:
+            entries: the knowledge base to rank (default: the bundled entries).
+        """
         self.entries: tuple[KnowledgeEntry, ...] = (
             tuple(entries) if entries is not None else builtin_entries())
 

@@ -158,6 +158,11 @@ class EmbeddingRetriever(Retriever):
     def __init__(self, entries: Sequence[KnowledgeEntry] | None = None, *,
                  model_dir: str | None = None, cache_dir: str | None = None,
                  batch_size: int = 32) -> None:
+        """Args:
+            model_dir: a sentence-transformers folder to use instead of the packaged model.
+            cache_dir: where the packaged model is extracted (default: the user cache).
+            batch_size: texts embedded per forward pass.
+        """
         folder = Path(model_dir) if model_dir else packaged_model_dir(cache_dir)
         self._setup(entries, MiniLMEncoder(folder, batch_size=batch_size), MODEL_NAME)
 

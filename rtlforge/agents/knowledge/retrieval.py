@@ -105,6 +105,10 @@ class BM25Retriever(Retriever):
 
     def __init__(self, entries: Sequence[KnowledgeEntry] | None = None, *, k1: float = 1.5,
                  b: float = 0.75) -> None:
+        """Args:
+            k1: BM25's term-frequency saturation.
+            b: BM25's document-length normalisation (0: none, 1: full).
+        """
         super().__init__(entries)
         bm25s = _bm25s()
         self._index = bm25s.BM25(k1=k1, b=b)

@@ -66,7 +66,8 @@ class MPCRouter(Router):
                           "trainer: router, router: mpc)")
         sequences: int = Field(64, ge=1, description="random action sequences per decision")
         horizon: int = Field(3, ge=1, description="steps each sequence looks ahead")
-        gamma: float = Field(0.99, gt=0.0, le=1.0)
+        gamma: float = Field(0.99, gt=0.0, le=1.0,
+                             description="discount of later steps' predicted rewards")
         seed: int = Field(0, description="seed of the sequence draws (with task and iteration)")
 
     def __init__(self, path: str, sequences: int = 64, horizon: int = 3, gamma: float = 0.99,

@@ -199,6 +199,13 @@ class RouterTrainer(Trainer):
 
     def __init__(self, config: RouterTrainerConfig, *, host: Any = None,
                  progress: ProgressCallback | None = None) -> None:
+        """Args:
+            config: the validated training config (the YAML file's ``RouterTrainerConfig``).
+            host: where the reward, validators and estimators the config names come from
+                (default: ``PluginHost.default()``).
+            progress: called with each metrics record once it is written (the CLI draws
+                its progress bar with it).
+        """
         try:
             import torch
         except ImportError as exc:

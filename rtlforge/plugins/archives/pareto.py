@@ -143,6 +143,10 @@ class SQLiteArchive(Archive):
     name: ClassVar[str] = "sqlite"
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+        """Args:
+            path: the SQLite file (created, with its folder, when missing).
+            timeout: seconds to wait for another writer's lock before giving up.
+        """
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit mode: transactions are opened explicitly, one per write or batch

@@ -522,6 +522,17 @@ class _YosysFlow(PPAEstimator):
     def __init__(self, *, liberty: str | Path | None = None,
                  dont_use: Sequence[str] | None = None, timeout: float = 300.0,
                  flatten: bool = True, yosys: str = "auto", max_jobs: int = 2000) -> None:
+        """Args:
+            liberty: the liberty file to map onto (``.lib`` or ``.lib.gz``); None uses the
+                bundled generic library.
+            dont_use: cells the mapper must not use; None applies the library's known preset
+                (sky130: probe and lpflow cells).
+            timeout: wall-clock seconds for synthesis of one design.
+            flatten: flatten the hierarchy before mapping (``synth -flatten``).
+            yosys: ``auto`` (pyosys when installed, else the binary), ``pyosys`` (a persistent
+                sandboxed worker) or ``binary`` (one yosys process per design).
+            max_jobs: designs one pyosys worker synthesises before it is restarted.
+        """
         if yosys not in YOSYS_BACKENDS:
             raise ValueError(f"yosys must be one of {YOSYS_BACKENDS}, not {yosys!r}")
         self.liberty_source = liberty
@@ -916,6 +927,18 @@ class YosysStaPPA(_YosysFlow):
                  output_load_pf: float = 0.005, persistent: bool = True,
                  timeout: float = 300.0, sta_timeout: float = 60.0, max_queries: int = 500,
                  flatten: bool = True, yosys: str = "auto", max_jobs: int = 2000) -> None:
+        """Args:
+            activity: toggles per clock period on every net, for ``report_power`` (0 to 2].
+            period_ns: the clock period (or the virtual clock's, for combinational designs).
+            input_transition_ns: the slew set on every input.
+            output_load_pf: the load set on every output.
+            persistent: keep one OpenSTA process per thread between designs (False starts one
+                per design).
+            sta_timeout: wall-clock seconds for one OpenSTA query.
+            max_queries: designs one persistent OpenSTA answers before it is restarted.
+
+        The other options are :class:`_YosysFlow`'s (yosys-abc's).
+        """
         super().__init__(liberty=liberty, dont_use=dont_use, timeout=timeout, flatten=flatten,
                          yosys=yosys, max_jobs=max_jobs)
         if not 0 < activity <= 2:

@@ -133,6 +133,31 @@ class OpenAIGenerator(ScopedGenerator):
         headers: Mapping[str, str] | None = None,
         seed: int | None = None,
     ) -> None:
+        """Args:
+            model: the ``model`` field sent to the server.
+            base_url: API root including the version prefix (``http://localhost:8000/v1``);
+                no credentials, query or fragment.
+            api_key_env: environment variable holding the key, read once and sent as a Bearer
+                token; unset sends no Authorization header, None never sends one.
+            mode: ``chat`` (``/chat/completions`` with system and user messages) or
+                ``completions`` (``/completions`` with the system text before the prompt).
+            system_prompt: the system text for requests that carry none.
+            max_concurrency: most HTTP requests in flight from this instance at once.
+            timeout: seconds per attempt, end to end (connect, headers and body).
+            connect_timeout: seconds for the TCP/TLS connect (capped at ``timeout``).
+            retry: backoff and attempt limits for retryable failures (429, 5xx, resets).
+            max_response_bytes: a larger response body is refused (ResponseTooLargeError).
+            n_mode: ``auto`` asks for n choices in one request and falls back to single
+                requests when refused or short; ``native`` never falls back; ``separate``
+                always sends single requests.
+            max_tokens_field: the JSON field the token limit is sent in
+                (``max_completion_tokens`` for OpenAI reasoning models).
+            extra_body: more JSON fields for each request (``top_k``, ...); they cannot
+                override the mapped sampling fields.
+            headers: more HTTP headers (an Authorization header is refused: use
+                ``api_key_env``).
+            seed: seeds the retry backoff's jitter (not the model).
+        """
         if mode not in ("chat", "completions"):
             raise ValueError(f"mode must be 'chat' or 'completions', not {mode!r}")
         if n_mode not in ("auto", "native", "separate"):

@@ -101,22 +101,20 @@ def _stem_tasks(root: Path) -> dict[str, Task]:
 class ReplayGenerator(ScopedGenerator):
     """Hands out recorded completions instead of sampling a model.
 
-    Parameters
-    ----------
-    path:
-        A JSONL file, a folder of ``tN/<design>.v`` outputs (or bare ``.v`` files, trial 1), or
-        a list of them (e.g. several methods' folders).
-    tasks / tasks_root:
-        Tasks used to match folder files to task ids (aliases such as ``calender.v``);
-        ``tasks_root`` loads them with :func:`~rtlforge.tasks.rtllm.load_rtllm`. Without
-        either, a file's stem is its task id. Ignored for JSONL.
-    method, trial, iteration:
-        Selectors on the recorded fields (None: any). ``trial`` may be a list. A request can
-        override each through ``request.metadata`` under the same key.
-    cycle:
-        Hand out successive windows of ``n`` recordings across rounds instead of always the
-        first ``n``: the window is ``request.iteration`` when set (0 = first), else a cursor
-        per task and selectors that advances on every call (see :meth:`reset`).
+    Args:
+        path: a JSONL file, a folder of ``tN/<design>.v`` outputs (or bare ``.v`` files,
+            trial 1), or a list of them (e.g. several methods' folders).
+        tasks: tasks used to match folder files to task ids (aliases such as ``calender.v``);
+            without them (or ``tasks_root``) a file's stem is its task id. Ignored for JSONL.
+        tasks_root: an RTLLM v2 folder whose designs are those tasks
+            (:func:`~rtlforge.tasks.rtllm.load_rtllm`); not together with ``tasks``.
+        method: replay only recordings of this method (None: any); a request can override it
+            through ``request.metadata["method"]``.
+        trial: replay only this trial, or these trials (None: any); overridable per request.
+        iteration: replay only this iteration (None: any); overridable per request.
+        cycle: hand out successive windows of ``n`` recordings across rounds instead of always
+            the first ``n``: the window is ``request.iteration`` when set (0 = first), else a
+            cursor per task and selectors that advances on every call (see :meth:`reset`).
     """
 
     name: ClassVar[str] = "replay"

@@ -132,12 +132,10 @@ def load_script(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, A
 class ScriptedGenerator(ScopedGenerator):
     """Answers each request with the next scripted step of its task and agent.
 
-    Parameters
-    ----------
-    path:
-        A script file (see the module docstring for the format).
-    script:
-        The same as an in-memory mapping ``{task id: {agent: [step, ...]}}``.
+    Args:
+        path: a script file (see the module docstring for the format); not together with
+            ``script``.
+        script: the same as an in-memory mapping ``{task id: {agent: [step, ...]}}``.
     """
 
     name: ClassVar[str] = "scripted"

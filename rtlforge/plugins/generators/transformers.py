@@ -70,6 +70,23 @@ class TransformersGenerator(LocalGenerator):
         trust_remote_code: bool = False,
         model_name: str | None = None,
     ) -> None:
+        """Args:
+            model: a local model directory (a ``save_pretrained`` output); hub ids are not
+                resolved.
+            adapter: a PEFT adapter directory loaded on top of ``model``.
+            merge_adapter: merge the adapter into the weights after loading (sampling as fast
+                as the base model).
+            device: ``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda``, ``cuda:1``, ...
+            dtype: ``auto`` (float32 on CPU, bfloat16 or float16 on GPU), ``float32``,
+                ``bfloat16`` or ``float16``.
+            batch_size: prompts per forward pass (each expands to ``n`` sequences).
+            chat_template: None uses the tokenizer's template when it has one; False sends the
+                system text and prompt as plain text; True requires a template.
+            num_threads: ``torch.set_num_threads`` when the model loads (process-wide).
+            trust_remote_code: passed to ``from_pretrained``.
+            model_name: what generations and provenance record as the model (default: the
+                path).
+        """
         super().__init__()
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {_DTYPES}, not {dtype!r}")

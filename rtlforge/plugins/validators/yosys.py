@@ -44,7 +44,16 @@ _CELLS = re.compile(r"^\s*(?:Number of cells:\s+(\d+)|(\d+)\s+cells)\s*$", re.MU
 
 @dataclass(frozen=True)
 class YosysSynth(Validator):
-    """Generic ``synth`` of the design top; latches warn, loops and multiple drivers fail."""
+    """Generic ``synth`` of the design top; latches warn, loops and multiple drivers fail.
+
+    Attributes:
+        fail_on_latch: an inferred latch fails the design (by default it is a warning: some
+            specs ask for one).
+        fail_on_comb_loop: a combinational loop fails the design.
+        fail_on_multiple_drivers: a net with conflicting drivers fails the design.
+        timeout: wall-clock seconds for the yosys run; None uses the pipeline's stage timeout.
+        yosys: the yosys executable (a name on PATH or a path).
+    """
 
     name: ClassVar[str] = "yosys-synth"
     stage: ClassVar[str] = "synth"

@@ -35,6 +35,10 @@ class SymbolicGenerator(Generator):
     name: ClassVar[str] = "symbolic"
 
     def __init__(self, *, replicate: bool = True) -> None:
+        """Args:
+            replicate: return the derived circuit ``n`` times when ``n`` samples are asked for
+                (so pass@k bookkeeping matches sampling generators); False returns it once.
+        """
         self.replicate = replicate
         #: Why the most recent request of each id (or prompt index) was declined, for reports.
         self.declined: dict[str, str] = {}
