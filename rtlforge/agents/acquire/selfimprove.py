@@ -102,6 +102,14 @@ class SelfImproveTrainer(Trainer):
 
     def __init__(self, config: SelfImproveConfig, *, host: Any = None,
                  progress: ProgressCallback | None = None) -> None:
+        """Args:
+            config: the validated self-improvement config (the YAML file's
+                ``SelfImproveConfig``).
+            host: where the roles, generators and reward the config names come from (the
+                default host when left out).
+            progress: called with each metrics record once it is written (the CLI draws its
+                progress bar with it).
+        """
         from rtlforge.core.plugins import PluginHost
 
         if config.out_dir is None:
