@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -114,6 +115,8 @@ class RayExecutor(Executor):
     ``workers``: actors (default: the cluster's CPUs). ``max_retries``: resubmissions of an item
     whose worker died. ``in_flight``: items queued per actor. ``shared_cache``/``cache_path``:
     the cross-node result store. ``runtime_env``: Ray's, for the workers (e.g. ``env_vars``).
+    ``restart_timeout_s``: how long a dead worker may take to come back before its slot is
+    dropped (with every slot dropped, the items left are lost: ``infra_error``).
     ``local_workers``: threads for :meth:`map`, which runs plain callables on the driver (a
     closure over a live pipeline cannot travel; work that can travel goes through :meth:`run`).
     """
@@ -124,7 +127,7 @@ class RayExecutor(Executor):
                  num_cpus: int | None = None, max_retries: int = 2, in_flight: int = 2,
                  shared_cache: bool = True, cache_path: str | None = None,
                  runtime_env: dict[str, Any] | None = None,
-                 local_workers: int | None = None) -> None:
+                 local_workers: int | None = None, restart_timeout_s: float = 120.0) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be at least 0, not {max_retries}")
         if in_flight < 1:
@@ -141,6 +144,7 @@ class RayExecutor(Executor):
         self.cache_path = cache_path
         self.runtime_env = runtime_env
         self.local_workers = local_workers
+        self.restart_timeout_s = restart_timeout_s
         self._actors: list[Any] = []
         self._store: Any = None
         self._local: ThreadExecutor | None = None
@@ -177,9 +181,21 @@ class RayExecutor(Executor):
             return self._actors
 
     def worker_pids(self) -> list[int]:
-        """The process id of each worker (diagnostics, and tests that kill one)."""
+        """The process id of each worker (diagnostics, and tests that kill one), waiting for
+        workers Ray is restarting."""
         ray = self._ray
-        return list(ray.get([a.pid.remote() for a in self._start()]))
+        deadline = time.monotonic() + self.restart_timeout_s
+        pids: list[int] = []
+        for actor in self._start():
+            while True:
+                try:
+                    pids.append(ray.get(actor.pid.remote()))
+                    break
+                except ray.exceptions.RayActorError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(_Batch.PING_EVERY_S)
+        return pids
 
     def close(self) -> None:
         """Stop the workers and the store; shut Ray down if this executor started it."""
@@ -217,47 +233,117 @@ class RayExecutor(Executor):
         items = list(items)
         if not items:
             return []
-        ray = self._ray
-        actors = self._start()
-        lost_errors = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
-                       ray.exceptions.ObjectLostError, ray.exceptions.NodeDiedError)
-        key, spec_ref = work.spec.key(), ray.put(work.spec)
-        results: list[Any] = [None] * len(items)
-        attempts = [0] * len(items)
-        queue = deque(range(len(items)))
-        running: dict[Any, tuple[int, int]] = {}
-        load = [0] * len(actors)
-        while queue or running:
-            while queue:
-                slot = min(range(len(actors)), key=load.__getitem__)
-                if load[slot] >= self.in_flight:
-                    break
-                index = queue.popleft()
-                ref = actors[slot].call.remote(key, spec_ref, items[index])
-                running[ref] = (index, slot)
-                load[slot] += 1
-            ready, _ = ray.wait(list(running), num_returns=1)
+        return _Batch(self, work, items, self._start()).run()
+
+
+class _Batch:
+    """The scheduling of one :meth:`RayExecutor.run`: items in flight per worker, retries, and
+    workers set aside while Ray restarts them (an item sent to a restarting actor fails at once,
+    which would burn its retries in a few milliseconds)."""
+
+    PING_EVERY_S = 0.2
+
+    def __init__(self, pool: RayExecutor, work: Work[Any, Any], items: list[Any],
+                 actors: list[Any]) -> None:
+        self.pool, self.work, self.items, self.actors = pool, work, items, actors
+        self.ray = pool._ray
+        errors = self.ray.exceptions
+        self.lost_errors = (errors.RayActorError, errors.WorkerCrashedError,
+                            errors.ObjectLostError, errors.NodeDiedError)
+        self.results: list[Any] = [None] * len(items)
+        self.attempts = [0] * len(items)
+        self.queue = deque(range(len(items)))
+        self.running: dict[Any, tuple[int, int]] = {}
+        self.load = [0] * len(actors)
+        self.down_since: dict[int, float] = {}  # worker slot -> when it was seen dead
+        self.pings: dict[Any, int] = {}  # a liveness probe of a worker being restarted
+        self.next_ping: dict[int, float] = {}
+        self.gone: set[int] = set()  # slots that did not come back within restart_timeout_s
+
+    def run(self) -> list[Any]:
+        assert self.work.spec is not None
+        key, spec_ref = self.work.spec.key(), self.ray.put(self.work.spec)
+        while self.queue or self.running:
+            self._submit(key, spec_ref)
+            self._probe()
+            if len(self.gone) == len(self.actors):
+                self._give_up_all("no worker came back within "
+                                  f"{self.pool.restart_timeout_s:.0f} s of dying")
+                break
+            waiting = list(self.running) + list(self.pings)
+            timeout = self.PING_EVERY_S if self.down_since else None
+            ready, _ = (self.ray.wait(waiting, num_returns=1, timeout=timeout) if waiting
+                        else ([], None))
+            if not waiting:
+                time.sleep(self.PING_EVERY_S)
             for ref in ready:
-                index, slot = running.pop(ref)
-                load[slot] -= 1
-                try:
-                    results[index] = ray.get(ref)
-                except lost_errors as exc:
-                    attempts[index] += 1
-                    log.warning("ray_worker_lost", item=index, attempt=attempts[index],
-                                error=type(exc).__name__)
-                    if attempts[index] <= self.max_retries:
-                        queue.append(index)
-                        continue
-                    reason = (f"the worker died on this item {attempts[index]} times "
-                              f"({type(exc).__name__}); given up after {self.max_retries} "
-                              "retries")
-                    if work.lost is None:
-                        raise WorkerLostError(reason) from exc
-                    results[index] = work.lost(items[index], reason)
-                except ray.exceptions.RayTaskError as exc:  # the work's own error: as local
-                    raise exc.as_instanceof_cause() from None
-        return results
+                if ref in self.pings:
+                    self._pinged(ref)
+                else:
+                    self._finished(ref)
+        return self.results
+
+    def _submit(self, key: str, spec_ref: Any) -> None:
+        while self.queue:
+            live = [s for s in range(len(self.actors))
+                    if s not in self.down_since and s not in self.gone]
+            if not live:
+                return
+            slot = min(live, key=self.load.__getitem__)
+            if self.load[slot] >= self.pool.in_flight:
+                return
+            index = self.queue.popleft()
+            ref = self.actors[slot].call.remote(key, spec_ref, self.items[index])
+            self.running[ref] = (index, slot)
+            self.load[slot] += 1
+
+    def _probe(self) -> None:
+        now = time.monotonic()
+        for slot, since in list(self.down_since.items()):
+            if now - since > self.pool.restart_timeout_s:
+                del self.down_since[slot]
+                self.gone.add(slot)
+            elif slot not in self.pings.values() and now >= self.next_ping.get(slot, 0.0):
+                self.pings[self.actors[slot].pid.remote()] = slot
+
+    def _pinged(self, ref: Any) -> None:
+        slot = self.pings.pop(ref)
+        try:
+            self.ray.get(ref)
+        except self.lost_errors:
+            self.next_ping[slot] = time.monotonic() + self.PING_EVERY_S
+            return
+        self.down_since.pop(slot, None)
+
+    def _finished(self, ref: Any) -> None:
+        index, slot = self.running.pop(ref)
+        self.load[slot] -= 1
+        try:
+            self.results[index] = self.ray.get(ref)
+        except self.lost_errors as exc:
+            self.down_since.setdefault(slot, time.monotonic())
+            self.attempts[index] += 1
+            log.warning("ray_worker_lost", item=index, attempt=self.attempts[index],
+                        error=type(exc).__name__)
+            if self.attempts[index] <= self.pool.max_retries:
+                self.queue.append(index)
+                return
+            self._lose(index, f"the worker died on this item {self.attempts[index]} times "
+                              f"({type(exc).__name__}); given up after "
+                              f"{self.pool.max_retries} retries", exc)
+        except self.ray.exceptions.RayTaskError as exc:  # the work's own error: as local
+            raise exc.as_instanceof_cause() from None
+
+    def _lose(self, index: int, reason: str, cause: BaseException | None = None) -> None:
+        if self.work.lost is None:
+            raise WorkerLostError(reason) from cause
+        self.results[index] = self.work.lost(self.items[index], reason)
+
+    def _give_up_all(self, reason: str) -> None:
+        for index in [*self.queue, *(i for i, _ in self.running.values())]:
+            self._lose(index, reason)
+        self.queue.clear()
+        self.running.clear()
 
 
 @hookimpl
