@@ -13,7 +13,8 @@ actors, the first build of the pipeline in each worker) is reported apart: it is
 executor, not per batch. The load average is printed before and after, since the machine may be
 shared.
 
-Run: ``.venv/bin/python benchmarks/ray_vs_threads.py [--repeats N]`` (needs the ``ray`` extra).
+Run: ``.venv/bin/python benchmarks/ray_vs_threads.py [--repeats N] [--rounds R]`` (needs the
+``ray`` extra). Each round validates a fresh batch on threads, then on Ray.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def timed(pipeline: Pipeline, pairs: list[tuple[Task, Candidate]],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     # This script is the host application: it decides that library events stay quiet.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
@@ -67,38 +69,37 @@ def main() -> None:
     start = time.perf_counter()
     ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
-    init_s = time.perf_counter() - start
-    rows = []
+    print(f"ray.init (local cluster, {WORKERS} CPUs): {time.perf_counter() - start:.1f} s")
     for store in (False, True):
         pool = RayExecutor(workers=WORKERS, shared_cache=store, runtime_env=env)
         start = time.perf_counter()  # actors up and the pipeline built once in each worker
         timed(Pipeline.build(host, timeout=60), fresh_batch(tasks[:WORKERS], 1, f"warm{store}"),
               pool)
-        warm_s = time.perf_counter() - start
-        cold = fresh_batch(tasks, args.repeats, f"cold{store}")
-        with ThreadExecutor(WORKERS) as threads:
-            local = Pipeline.build(host, timeout=60)
-            t_cold, r_local = timed(local, cold, threads)
-            t_hot, _ = timed(local, cold, threads)
-        remote = Pipeline.build(host, timeout=60)
-        ray_cold, r_remote = timed(remote, cold, pool)
-        ray_hot, r_hot = timed(remote, cold, pool)
-        pool.close()
-        assert [r.verdict for r in r_remote] == [r.verdict for r in r_local]
-        rows.append((store, len(cold), warm_s, t_cold, ray_cold, t_hot, ray_hot,
-                     sum(r.cached for r in r_hot)))
-    ray.shutdown()
-
-    print(f"ray.init (local cluster, {WORKERS} CPUs): {init_s:.1f} s")
-    for store, n, warm_s, t_cold, ray_cold, t_hot, ray_hot, hits in rows:
         name = "shared store on" if store else "shared store off"
-        print(f"\n[{name}] {n} items, {WORKERS} workers; Ray start (actors + first build): "
-              f"{warm_s:.1f} s")
-        print(f"  cold  threads {t_cold:6.2f} s ({n / t_cold:5.2f}/s)   ray {ray_cold:6.2f} s "
-              f"({n / ray_cold:5.2f}/s)   overhead/item {(ray_cold - t_cold) / n * 1e3:+7.1f} ms")
-        print(f"  hot   threads {t_hot:6.2f} s ({n / t_hot:6.1f}/s)   ray {ray_hot:6.2f} s "
-              f"({n / ray_hot:6.1f}/s)   overhead/item {(ray_hot - t_hot) / n * 1e3:+7.1f} ms"
-              f"   (ray cache hits: {hits}/{n})")
+        print(f"\n[{name}] Ray start (actors + first build in each): "
+              f"{time.perf_counter() - start:.1f} s")
+        threads = ThreadExecutor(WORKERS)
+        local, remote = Pipeline.build(host, timeout=60), Pipeline.build(host, timeout=60)
+        for round_ in range(args.rounds):  # interleaved, so drift in the load hits both
+            cold = fresh_batch(tasks, args.repeats, f"cold{store}{round_}")
+            t_cold, r_local = timed(local, cold, threads)
+            ray_cold, r_remote = timed(remote, cold, pool)
+            assert [r.verdict for r in r_remote] == [r.verdict for r in r_local]
+            n = len(cold)
+            print(f"  cold  {n} items  threads {t_cold:6.2f} s ({n / t_cold:5.2f}/s)   ray "
+                  f"{ray_cold:6.2f} s ({n / ray_cold:5.2f}/s)   overhead/item "
+                  f"{(ray_cold - t_cold) / n * 1e3:+7.1f} ms   load "
+                  f"{os.getloadavg()[0]:.2f}")
+        if store:  # every item a hit: what the executor and the store cost per item
+            t_hot, _ = timed(local, cold, threads)
+            ray_hot, r_hot = timed(remote, cold, pool)
+            hits = sum(r.cached for r in r_hot)
+            print(f"  hot   {n} items  threads {t_hot:6.3f} s   ray {ray_hot:6.3f} s "
+                  f"({n / ray_hot:6.1f}/s)   overhead/item {(ray_hot - t_hot) / n * 1e3:+6.1f} ms"
+                  f"   (ray cache hits: {hits}/{n})")
+        threads.close()
+        pool.close()
+    ray.shutdown()
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

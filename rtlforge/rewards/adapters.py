@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.options import PluginSpec, validate_options
-from rtlforge.rewards.base import completion_text
+from rtlforge.rewards.base import PPAReward, completion_text
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
@@ -123,6 +123,7 @@ class RewardSpec(BaseModel):
         from rtlforge.validate.pipeline import Pipeline
 
         host = host if host is not None else PluginHost.default()
+        factory = host.get("reward", self.reward)
 
         def pipeline() -> Pipeline:
             options: dict[str, Any] = dict(self.pipeline)
@@ -131,7 +132,10 @@ class RewardSpec(BaseModel):
             return Pipeline.build(host, **options)
 
         def estimator() -> Any:
-            return host.create("ppa_estimator", self.estimator, **self.estimator_kwargs)
+            named = PluginSpec(name=self.estimator, options=self.estimator_kwargs)
+            if isinstance(factory, type) and issubclass(factory, PPAReward):
+                return named  # by name: it can be rebuilt on an executor's workers
+            return host.create("ppa_estimator", named.name, **named.options)
 
         def executor() -> Any:
             assert self.executor is not None

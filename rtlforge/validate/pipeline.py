@@ -149,9 +149,9 @@ def _spec_of(host: HostSpec, build: dict[str, Any]) -> PipelineSpec | None:
     if build.pop("runner", None) is not None:
         return None
     cache = build.pop("cache", None)
-    if isinstance(cache, SQLiteCache):
+    if type(cache) is SQLiteCache:  # exactly: a subclass may behave otherwise
         build["cache"] = str(cache.path)
-    elif cache is not None and not isinstance(cache, MemoryCache):
+    elif cache is not None and type(cache) is not MemoryCache:
         return None
     if build.get("bundle_dir") is not None:
         build["bundle_dir"] = str(build["bundle_dir"])
@@ -309,9 +309,20 @@ class Pipeline:
     ) -> list[ValidationReport]:
         """Validate a batch in parallel; results are in input order.
 
-        A remote executor rebuilds this pipeline from :attr:`spec` on its workers; a pair whose
-        worker kept dying comes back ``infra_error`` (never a verdict).
+        Pairs this pipeline's cache already knows are answered here, and what comes back is
+        cached here too, so a remote executor's results serve the next batch without a round
+        trip. A remote executor rebuilds this pipeline from :attr:`spec` on its workers; a pair
+        whose worker kept dying comes back ``infra_error`` (never a verdict).
         """
+        pairs = list(pairs)
+        keys = [self.cache_key(task, candidate) for task, candidate in pairs]
+        reports: list[ValidationReport | None] = []
+        for key in keys:
+            hit = self.cache.get(key)
+            reports.append(hit.model_copy(update={"cached": True}) if hit is not None else None)
+        todo = [i for i, report in enumerate(reports) if report is None]
+        if not todo:
+            return [r for r in reports if r is not None]
         own = executor is None
         pool: Executor = executor or ThreadExecutor()
         work: Work[tuple[Task, Candidate], ValidationReport] = Work(
@@ -319,10 +330,15 @@ class Pipeline:
             spec=ValidateWork(pipeline=self.spec) if self.spec is not None else None,
             lost=lost_report)
         try:
-            return pool.run(work, list(pairs))
+            done = pool.run(work, [pairs[i] for i in todo])
         finally:
             if own:
                 pool.close()
+        for i, report in zip(todo, done, strict=True):
+            reports[i] = report
+            if report.verdict in _CACHEABLE and not report.cached:
+                self.cache.put(keys[i], report)
+        return [r for r in reports if r is not None]
 
     def _run_stages(self, task: Task, candidate: Candidate) -> list[StageResult]:
         candidate = self._resolve_name_clashes(task, candidate)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -56,9 +57,20 @@ def import_ray() -> Any:
 
 
 class _Worker:
-    """One worker process: builds each work spec once and applies it to items."""
+    """One worker process: builds each work spec once and applies it to items.
 
-    def __init__(self, store: Any) -> None:
+    It takes no constructor arguments: Ray keeps those of a restartable actor in its object
+    store and warns that a restart fails once they are gone. The worker finds its executor's
+    store by name instead: it is ``<prefix>-worker-<n>`` and the store ``<prefix>-store``.
+    """
+
+    def __init__(self) -> None:
+        ray = import_ray()
+        prefix = str(ray.get_runtime_context().get_actor_name()).rsplit("-worker-", 1)[0]
+        try:
+            store = ray.get_actor(f"{prefix}-store")
+        except ValueError:  # the executor shares no cache
+            store = None
         self._services = WorkerServices(cache=_StoreClient(store) if store is not None else None)
         self._built: dict[str, Callable[[Any], Any]] = {}
 
@@ -91,20 +103,27 @@ class _StoreClient:
     """A :class:`~rtlforge.validate.cache.ResultCache` in a worker, backed by the store actor.
 
     ``put`` waits for the store, so a report the driver has received is a hit for every item
-    submitted after it.
+    submitted after it. A store that is gone (its node died) is a cache miss, never a failed
+    validation: the cache only saves work.
     """
 
     def __init__(self, store: Any) -> None:
         self._store = store
+        self._ray = import_ray()
 
     def get(self, key: str) -> ValidationReport | None:
-        ray = import_ray()
-        result: ValidationReport | None = ray.get(self._store.get.remote(key))
+        try:
+            result: ValidationReport | None = self._ray.get(self._store.get.remote(key))
+        except self._ray.exceptions.RayError as exc:
+            log.warning("ray_cache_store_unavailable", error=type(exc).__name__)
+            return None
         return result
 
     def put(self, key: str, report: ValidationReport) -> None:
-        ray = import_ray()
-        ray.get(self._store.put.remote(key, report))
+        try:
+            self._ray.get(self._store.put.remote(key, report))
+        except self._ray.exceptions.RayError as exc:
+            log.warning("ray_cache_store_unavailable", error=type(exc).__name__)
 
 
 class RayExecutor(Executor):
@@ -163,20 +182,22 @@ class RayExecutor(Executor):
                 ray.init(address=self.address, num_cpus=self.num_cpus,
                          include_dashboard=False, log_to_driver=False, configure_logging=False)
                 self._started_ray = True
+            prefix = f"rtlforge-{uuid.uuid4().hex[:12]}"
             if self.shared_cache:
                 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
                 here = ray.get_runtime_context().get_node_id()
                 self._store = ray.remote(_Store).options(
-                    num_cpus=0, max_restarts=-1,
+                    name=f"{prefix}-store", num_cpus=0,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
                 ).remote(self.cache_path)
             count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
             options: dict[str, Any] = {"num_cpus": 1, "max_restarts": -1, "max_task_retries": 0}
             if self.runtime_env is not None:
                 options["runtime_env"] = self.runtime_env
-            actor = ray.remote(_Worker).options(**options)
-            self._actors = [actor.remote(self._store) for _ in range(count)]
+            actor = ray.remote(_Worker)
+            self._actors = [actor.options(name=f"{prefix}-worker-{n}", **options).remote()
+                            for n in range(count)]
             log.info("ray_executor_started", workers=count, shared_cache=self.shared_cache)
             return self._actors
 

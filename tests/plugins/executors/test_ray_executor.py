@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,12 +155,12 @@ def test_a_candidate_validated_by_one_worker_is_a_hit_on_another(cluster: None,
 def test_the_memory_store_outlives_a_worker(executor: RayExecutor) -> None:
     adder = load_task(TASKS / "add8_carry")
     pair = (adder, Candidate(files=adder.golden))
-    pipeline = Pipeline.build(host(), timeout=20)
-    [first] = pipeline.validate_many([pair], executor=executor)
+    [first] = Pipeline.build(host(), timeout=20).validate_many([pair], executor=executor)
     before = set(executor.worker_pids())
     for actor in executor._actors:  # every worker process replaced (Ray restarts them)
         ray.kill(actor, no_restart=False)
-    [second] = pipeline.validate_many([pair], executor=executor)
+    # a new pipeline: its own memory cache is empty, so a hit can only come from the store
+    [second] = Pipeline.build(host(), timeout=20).validate_many([pair], executor=executor)
     assert not set(executor.worker_pids()) & before
     assert not first.cached and second.cached and second.verdict is Verdict.PASS
 
@@ -205,3 +206,26 @@ def test_a_reward_spec_scores_through_the_ray_executor(cluster: None) -> None:
 
 def fenced_text(candidate: Candidate) -> str:
     return f"```verilog\n{candidate.files[0].content}```"
+
+
+@pytest.mark.tools
+def test_ppa_is_measured_on_the_workers(executor: RayExecutor) -> None:
+    from rtlforge.core.options import PluginSpec
+    from rtlforge.rewards.builtin import PPAScalarReward
+
+    plugins = PluginHost(allow=["iverilog", "ppa"])
+    mux = load_task(TASKS / "mux4")
+    golden = mux.golden[0].content
+    # the golden's own design (a comment apart) has the golden's PPA: (P_g/P)(A_g/A)(D_g/D) = 1
+    completions = [f"```verilog\n{golden}// again\n```",
+                   f"```verilog\n{golden.replace('sel[1] ? high : low', 'low')}```"]
+
+    def score(pool: object) -> list[Any]:
+        reward = PPAScalarReward([mux], Pipeline.build(plugins, timeout=20), host=plugins,
+                                 estimator=PluginSpec(name="yosys-sta"), executor=pool)
+        assert reward._remote_ppa() is (pool is executor)
+        return reward.score_detailed([""] * 2, completions, task_id=["mux4"] * 2)
+
+    remote, local = score(executor), score(None)
+    assert [d.reward for d in remote] == [1.0, 0.0]
+    assert [d.ppa for d in remote] == [d.ppa for d in local] and remote[0].ppa is not None
