@@ -8,6 +8,7 @@ of OR'd fails it, a module with a syntax error does not compile.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,13 @@ def cluster() -> Iterator[None]:
     ray.shutdown()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def executor(cluster: None) -> Iterator[RayExecutor]:
-    # per test: each worker actor holds one of the cluster's two CPUs until it is closed
-    with RayExecutor(workers=2, runtime_env=RUNTIME_ENV) as pool:
+    """One worker for the module (starting workers costs seconds): each worker actor holds one
+    of the cluster's two CPUs until it is closed, so the other CPU stays free for the tests
+    that need an executor of their own. One item at a time per worker, one retry: only the
+    item that kills its worker loses attempts."""
+    with RayExecutor(workers=1, in_flight=1, max_retries=1, runtime_env=RUNTIME_ENV) as pool:
         yield pool
 
 
@@ -110,24 +114,24 @@ def test_verdicts_match_the_thread_pool(executor: RayExecutor) -> None:
 
 
 @pytest.mark.tools
-def test_a_killed_worker_costs_a_retry_not_the_batch(cluster: None, tmp_path: Path) -> None:
+def test_a_killed_worker_costs_a_retry_not_the_batch(executor: RayExecutor,
+                                                     tmp_path: Path) -> None:
     pipeline = Pipeline.build(host(), timeout=20,
                               extra=[("worker-killer", {"marker_dir": str(tmp_path)})])
     adder = load_task(TASKS / "add8_carry")
     golden = adder.golden[0].content
     killed_once = Candidate.from_source(golden + "// KILL-ONCE\n")
     always = Candidate.from_source(golden + "// KILL-ALWAYS\n")
-    pairs = [*batch(), (adder, killed_once), (adder, always)]
-    # one item per worker at a time: only the killing item itself loses attempts
-    with RayExecutor(workers=2, max_retries=1, in_flight=1, runtime_env=RUNTIME_ENV) as pool:
-        before = set(pool.worker_pids())
-        reports = pipeline.validate_many(pairs, executor=pool)
-        after = set(pool.worker_pids())
-    assert [r.verdict for r in reports] == [Verdict.PASS, Verdict.PASS, Verdict.FAIL,
-                                            Verdict.ERROR, Verdict.PASS, Verdict.INFRA_ERROR]
-    assert "worker-killer" in [s.name for s in reports[4].stages]  # it did run, on a retry
+    wrong = batch()[2]
+    pairs = [(adder, killed_once), wrong, (adder, always), (adder, Candidate(files=adder.golden))]
+    before = set(executor.worker_pids())
+    reports = pipeline.validate_many(pairs, executor=executor)
+    after = set(executor.worker_pids())
+    assert [r.verdict for r in reports] == [Verdict.PASS, Verdict.FAIL, Verdict.INFRA_ERROR,
+                                            Verdict.PASS]
+    assert "worker-killer" in [s.name for s in reports[0].stages]  # it did run, on a retry
     assert list(tmp_path.iterdir())  # ...after a first attempt that killed its worker
-    lost = reports[5]
+    lost = reports[2]
     assert lost.stages[-1].name == "executor"
     assert "died on this item 2 times" in lost.feedback[-1].message  # 1 try + 1 retry
     assert after != before  # Ray restarted the killed workers
@@ -154,14 +158,18 @@ def test_a_candidate_validated_by_one_worker_is_a_hit_on_another(cluster: None,
 @pytest.mark.tools
 def test_the_memory_store_outlives_a_worker(executor: RayExecutor) -> None:
     adder = load_task(TASKS / "add8_carry")
-    pair = (adder, Candidate(files=adder.golden))
+    unseen = Candidate.from_source(adder.golden[0].content + "// seen by one worker only\n")
+    pair = (adder, unseen)
     [first] = Pipeline.build(host(), timeout=20).validate_many([pair], executor=executor)
     before = set(executor.worker_pids())
     for actor in executor._actors:  # every worker process replaced (Ray restarts them)
         ray.kill(actor, no_restart=False)
+    deadline = time.monotonic() + 60
+    while set(executor.worker_pids()) & before:  # the kill is asynchronous
+        assert time.monotonic() < deadline, "Ray did not restart the killed worker"
+        time.sleep(0.2)
     # a new pipeline: its own memory cache is empty, so a hit can only come from the store
     [second] = Pipeline.build(host(), timeout=20).validate_many([pair], executor=executor)
-    assert not set(executor.worker_pids()) & before
     assert not first.cached and second.cached and second.verdict is Verdict.PASS
 
 
@@ -191,7 +199,7 @@ def test_a_reward_spec_scores_through_the_ray_executor(cluster: None) -> None:
 
     plugins = PluginHost(plugins=[("ray", ray_cluster)])
     spec = RewardSpec(reward="testbench", tasks=str(TASKS), pipeline={"timeout": 20},
-                      executor={"name": "ray", "options": {"workers": 2,
+                      executor={"name": "ray", "options": {"workers": 1,
                                                            "runtime_env": RUNTIME_ENV}})
     reward = spec.build(plugins)
     try:
