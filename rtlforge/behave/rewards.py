@@ -190,6 +190,8 @@ class _BehaveReward(Reward):
         self._runner = runner
         self._own_runner = runner is None
         self._prepared: dict[tuple[str, str], _Prepared] = {}
+        # the same preparations by the loaded task's key: what a check item carries
+        self._by_loaded: dict[tuple[str, str], _Prepared] = {}
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- resources
@@ -230,7 +232,7 @@ class _BehaveReward(Reward):
         a golden that does not load makes the task unusable (its samples abstain)."""
         key = _task_key(task)
         with self._lock:
-            hit = self._prepared.get(key)
+            hit = self._prepared.get(key) or self._by_loaded.get(key)
         if hit is not None:
             return hit
         loaded = task if isinstance(task, BehaveTask) else load_behave_task(task)
@@ -251,8 +253,7 @@ class _BehaveReward(Reward):
                                      stimulus=stimulus, goals_before=before, goals_total=total)
         with self._lock:
             prepared = self._prepared.setdefault(key, prepared)
-            # the loaded task is what a check item carries: the same preparation serves it
-            self._prepared.setdefault(_task_key(loaded), prepared)
+            self._by_loaded.setdefault(_task_key(loaded), prepared)
             return prepared
 
     def _resolve(self, n: int, columns: Mapping[str, Any]) -> list[_Prepared]:

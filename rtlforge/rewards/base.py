@@ -624,6 +624,12 @@ class PPAReward(RTLReward):
     for which :func:`~rtlforge.core.errors.is_infra` holds (missing tool, sandbox, bad liberty,
     an unexpected crash) abstains; a :class:`~rtlforge.core.errors.DesignError` (the design
     cannot be measured) counts as invalid PPA.
+
+    ``estimator`` is an instance, or a :class:`~rtlforge.core.options.PluginSpec` (name and
+    options) built from the host. Given by name and with an ``executor``, candidates' PPA goes
+    through the executor (on a cluster, each worker rebuilds the estimator; ``ppa_workers``
+    then does not apply); an instance cannot travel, so its measurements stay on this
+    process's ``ppa_workers`` threads. Each task's golden is measured here, once.
     """
 
     needs_ppa: ClassVar[bool] = True
