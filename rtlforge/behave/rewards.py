@@ -25,7 +25,10 @@ The task reaches the reward per sample: a ``behave_task`` column (a task directo
 (what the TRL and verl adapters and the GRPO trainer pass). Each task, its golden model, the
 seeded stimulus and the golden's goal prefix are prepared once per reward instance, not per
 completion; identical artifacts in one batch are checked once, and RTL checks run on ``workers``
-threads (each is a sandboxed Icarus run).
+threads (each is a sandboxed Icarus run). Given an ``executor`` (e.g. the ``ray`` plugin), the
+checks of a batch go through it instead: a worker rebuilds the reward from a
+:class:`BehaveCheckWork` (its name and options) once per process, prepares each task there, and
+a check whose worker kept dying comes back ``infra_error`` (the sample abstains).
 """
 
 from __future__ import annotations
@@ -51,17 +54,19 @@ from rtlforge.behave.sim.golden import (
 from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus
 from rtlforge.behave.sim.task import TASK_FILE, BehaveTask, BehaveTaskError, load_behave_task
 from rtlforge.core.errors import ExtractionError
+from rtlforge.core.executor import Executor, Work, WorkerServices, WorkSpec
 from rtlforge.core.hookspecs import Register
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.models import Candidate
+from rtlforge.core.plugins import HostSpec
 from rtlforge.generation.extract import extract_verilog
 from rtlforge.rewards.base import INFRA, NO_CODE, TASK_UNUSABLE, TIMEOUT, completion_text
 
 if TYPE_CHECKING:
     from rtlforge.behave.model import BehaviorModel
 
-__all__ = ["BehaveCoverageReward", "BehaveModelReward", "BehaveRTLReward", "BehaveRewardDetail",
-           "extract_model_source", "register_rewards"]
+__all__ = ["BehaveCheckWork", "BehaveCoverageReward", "BehaveModelReward", "BehaveRTLReward",
+           "BehaveRewardDetail", "extract_model_source", "register_rewards"]
 
 #: A behaviour model that does not check or does not fit the task's interface.
 MODEL_INVALID = "model_invalid"
@@ -163,6 +168,8 @@ class _BehaveReward(Reward):
         workers: RTL checks run in parallel.
         runner: the sandbox runner checks run in; by default one is made on first use and kept
             until :meth:`close`.
+        executor: checks go through it instead of the ``workers`` threads; a remote one
+            rebuilds this reward from its options, with its own sandbox runner, on each worker.
     """
 
     name: ClassVar[str]
@@ -170,9 +177,15 @@ class _BehaveReward(Reward):
 
     def __init__(self, tasks: str | Path | None = None, *, seed: int = 0,
                  sequences: int | None = None, transactions: int | None = None,
-                 timeout_s: float = 120.0, workers: int = 4, runner: Any = None) -> None:
+                 timeout_s: float = 120.0, workers: int = 4, runner: Any = None,
+                 executor: Executor | None = None) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
+        # what a worker needs to build the same reward (the runner and executor stay here)
+        self.options: dict[str, Any] = {
+            "tasks": str(tasks) if tasks is not None else None, "seed": seed,
+            "sequences": sequences, "transactions": transactions, "timeout_s": timeout_s}
+        self.executor = executor
         self.tasks = Path(tasks) if tasks is not None else None
         given = {"sequences": sequences, "transactions": transactions}
         # only what the caller gave counts as explicit: the rest comes from each task's
@@ -184,6 +197,8 @@ class _BehaveReward(Reward):
         self._runner = runner
         self._own_runner = runner is None
         self._prepared: dict[tuple[str, str], _Prepared] = {}
+        # the same preparations by the loaded task's key: what a check item carries
+        self._by_loaded: dict[tuple[str, str], _Prepared] = {}
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- resources
@@ -224,7 +239,7 @@ class _BehaveReward(Reward):
         a golden that does not load makes the task unusable (its samples abstain)."""
         key = _task_key(task)
         with self._lock:
-            hit = self._prepared.get(key)
+            hit = self._prepared.get(key) or self._by_loaded.get(key)
         if hit is not None:
             return hit
         loaded = task if isinstance(task, BehaveTask) else load_behave_task(task)
@@ -244,7 +259,9 @@ class _BehaveReward(Reward):
                 prepared = _Prepared(task=loaded, golden=golden, unusable=None,
                                      stimulus=stimulus, goals_before=before, goals_total=total)
         with self._lock:
-            return self._prepared.setdefault(key, prepared)
+            prepared = self._prepared.setdefault(key, prepared)
+            self._by_loaded.setdefault(_task_key(loaded), prepared)
+            return prepared
 
     def _resolve(self, n: int, columns: Mapping[str, Any]) -> list[_Prepared]:
         given = columns.get("behave_task")
@@ -268,7 +285,7 @@ class _BehaveReward(Reward):
                        **columns: Any) -> list[BehaveRewardDetail]:
         """One :class:`BehaveRewardDetail` per completion, in order."""
         prepared = self._resolve(len(completions), columns)
-        jobs: dict[tuple[tuple[str, str], str], Callable[[], BehaveResult]] = {}
+        jobs: dict[tuple[tuple[str, str], str], tuple[BehaveTask, str]] = {}
         plan: list[tuple[_Prepared, Any]] = []
         for prep, completion in zip(prepared, completions, strict=True):
             if prep.unusable is not None:
@@ -280,18 +297,32 @@ class _BehaveReward(Reward):
                 plan.append((prep, exc))
                 continue
             key = (_task_key(prep.task), source)
-            jobs.setdefault(key, lambda p=prep, s=source: self._check(p, s))
+            jobs.setdefault(key, (prep.task, source))
             plan.append((prep, key))
         results = self._run(jobs)
         return [self._detail(prep, item, results) for prep, item in plan]
 
-    def _run(self, jobs: Mapping[Any, Callable[[], BehaveResult]]) -> dict[Any, BehaveResult]:
+    def check_item(self, item: tuple[BehaveTask, str]) -> BehaveResult:
+        """One artifact's check against its task (prepared once per reward instance)."""
+        task, source = item
+        return self._check(self.prepare(task), source)
+
+    def _run(self, jobs: Mapping[Any, tuple[BehaveTask, str]]) -> dict[Any, BehaveResult]:
+        if self.executor is not None and jobs:
+            work: Work[tuple[BehaveTask, str], BehaveResult] = Work(
+                fn=self.check_item, lost=self._lost,
+                spec=BehaveCheckWork(reward=self.name, options=self.options))
+            return dict(zip(jobs, self.executor.run(work, list(jobs.values())), strict=True))
         if self.artifact == "model" or self.workers == 1 or len(jobs) < 2:
-            return {key: job() for key, job in jobs.items()}  # models run in-process: no gain
+            # models run in-process: threads gain nothing
+            return {key: self.check_item(job) for key, job in jobs.items()}
         with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs)),
                                 thread_name_prefix="rtlforge-behave") as pool:
-            futures = {key: pool.submit(job) for key, job in jobs.items()}
+            futures = {key: pool.submit(self.check_item, job) for key, job in jobs.items()}
             return {key: future.result() for key, future in futures.items()}
+
+    def _lost(self, item: tuple[BehaveTask, str], reason: str) -> BehaveResult:
+        return BehaveResult(verdict="infra_error", artifact=self.artifact, message=reason)
 
     def _extract(self, text: str) -> str:
         return extract_verilog(text) if self.artifact == "rtl" else extract_model_source(text)
@@ -388,6 +419,7 @@ class BehaveCoverageReward(_BehaveReward):
         if artifact not in ("rtl", "model"):
             raise ValueError(f"artifact must be 'rtl' or 'model', not {artifact!r}")
         self.artifact = artifact  # type: ignore[misc]  # per instance: which extractor and check
+        self.options["artifact"] = artifact
 
     def _reward(self, prep: _Prepared, result: BehaveResult) -> tuple[float, dict[str, Any]]:
         n = len(prep.goals_before) - 1
@@ -401,6 +433,21 @@ class BehaveCoverageReward(_BehaveReward):
         share = verified / total if total else float(result.verdict == "pass")
         value = (float(result.verdict == "pass") + share) / 2
         return value, {"goals_verified": verified, "goals_total": total}
+
+
+class BehaveCheckWork(WorkSpec):
+    """BEHAVE-Sim checks of ``(task, artifact source)`` items, rebuilt on a remote worker: the
+    reward ``reward`` with ``options`` from the worker's plugin host (``host``)."""
+
+    reward: str
+    options: dict[str, Any]
+    host: HostSpec = HostSpec()
+
+    def build(self, services: WorkerServices) -> Callable[[tuple[BehaveTask, str]], BehaveResult]:
+        reward = self.host.build().create("reward", self.reward, **self.options)
+        if not isinstance(reward, _BehaveReward):
+            raise TypeError(f"reward {self.reward!r} is not a BEHAVE reward")
+        return reward.check_item
 
 
 REWARDS: tuple[type[_BehaveReward], ...] = (BehaveRTLReward, BehaveModelReward,

@@ -108,6 +108,11 @@ class SandboxError(InfraError):
     """
 
 
+class WorkerLostError(InfraError):
+    """A remote executor's worker died on an item more often than it retries; the item says
+    nothing about the design (a crashed node, an out-of-memory kill, a lost connection)."""
+
+
 class IsolationUnavailableError(SandboxError):
     """The platform cannot isolate tool runs; untrusted input is refused until the user opts
     out explicitly (``SandboxRunner(isolation="none")`` or ``RTLFORGE_SANDBOX=none``)."""

@@ -12,8 +12,9 @@ contributes, with the class (or a factory) that implements the matching interfac
 The contract is open, like pytest's ``pytest_addhooks``: a plugin may add hook specifications of
 its own (:func:`register_hookspecs`) and declare new plugin kinds (:func:`register_plugin_kinds`),
 each a name, an interface ABC and the ``register_*`` hook that collects it. An orchestration
-package can so add ``register_agent_roles`` without touching the core. The six built-in kinds are
-declared through the same hook (see ``rtlforge.core.interfaces.BUILTIN_KINDS``), and built-in
+package can so add ``register_agent_roles`` without touching the core. The built-in kinds are
+declared through the same hook (see ``rtlforge.core.interfaces.BUILTIN_KINDS`` and
+``rtlforge.core.executor.EXECUTOR_KIND``), and built-in
 plugins are discovered through the same ``rtlforge`` entry-point group as third-party ones.
 """
 
@@ -90,6 +91,11 @@ def register_archives(register: Register) -> None:
 @hookspec
 def register_trainers(register: Register) -> None:
     """Register :class:`~rtlforge.core.interfaces.Trainer` classes."""
+
+
+@hookspec
+def register_executors(register: Register) -> None:
+    """Register :class:`~rtlforge.core.executor.Executor` classes (thread pools, clusters)."""
 
 
 @hookspec

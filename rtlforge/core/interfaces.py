@@ -8,7 +8,8 @@ than probed for: a validator's ``order`` and ``toolchain``, a reward's ``needs_p
 Interfaces are batch-first where a batch is the natural unit (generation, rewards, PPA in RL
 loops), and every method that touches an external tool reports infrastructure failures distinctly
 from verdicts about the design. :data:`BUILTIN_KINDS` declares these six kinds to the plugin host
-the same way a plugin declares a new one.
+the same way a plugin declares a new one (the seventh built-in kind, executors, is declared next
+to its interface in :mod:`rtlforge.core.executor`).
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ point is loaded and checked in isolation: a plugin that fails to import, misspel
 broken hook specifications or plugin kinds, or raises while registering is recorded in
 :attr:`PluginHost.failures` and the rest keep working.
 
-Plugin kinds are per-host state: the six built-in kinds are declared to each new host through
-``register_plugin_kinds``, the same hook a plugin uses to add its own (see
-:mod:`rtlforge.core.hookspecs`). While the host is created, every plugin's hook specifications are
-added before any plugin's hooks are checked, so a plugin may implement hooks another declares
-whatever order they load in; one added later with :meth:`PluginHost.add_plugin` is checked at once.
+Plugin kinds are per-host state: the built-in kinds (the six interfaces and executors) are
+declared to each new host through ``register_plugin_kinds``, the same hook a plugin uses to add
+its own (see :mod:`rtlforge.core.hookspecs`). While the host is created, every plugin's hook
+specifications are added before any plugin's hooks are checked, so a plugin may implement hooks
+another declares whatever order they load in; one added later with :meth:`PluginHost.add_plugin`
+is checked at once. :meth:`PluginHost.spec` describes a host as plain data (:class:`HostSpec`),
+so a cluster worker can build an equivalent one.
 
 Pass the host explicitly to whatever builds plugins. Scripts that have none use
 :meth:`PluginHost.default`, a fresh host from the installed entry points on each call (there is
@@ -31,10 +33,11 @@ from importlib import metadata
 from typing import Any
 
 import pluggy
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core import hookspecs
-from rtlforge.core.errors import PluginError
+from rtlforge.core.errors import ConfigError, PluginError
+from rtlforge.core.executor import EXECUTOR_KIND
 from rtlforge.core.hookspecs import PluginKind, hookimpl
 from rtlforge.core.interfaces import BUILTIN_KINDS
 from rtlforge.core.log import get_logger
@@ -72,7 +75,7 @@ class _BuiltinKinds:
 
     @hookimpl
     def register_plugin_kinds(self, register: hookspecs.Register) -> None:
-        for kind in BUILTIN_KINDS:
+        for kind in (*BUILTIN_KINDS, EXECUTOR_KIND):
             register(kind)
 
 
@@ -80,6 +83,30 @@ def _env_list(var: str) -> set[str] | None:
     """A comma-separated list from the environment; unset or blank means "no restriction"."""
     names = {part.strip() for part in os.environ.get(var, "").split(",") if part.strip()}
     return names or None
+
+
+class HostSpec(BaseModel):
+    """How to build an equivalent host in another process (a cluster worker).
+
+    A live host holds imported modules and a pluggy manager and never travels; this does. Plugins
+    added in-process travel as the names of importable modules (``modules``: plugin name ->
+    module), so a worker imports them itself; the allow/block lists are the ones the host was
+    created with, not the worker's environment.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    load_entrypoints: bool = True
+    allow: tuple[str, ...] | None = None
+    block: tuple[str, ...] = ()
+    modules: tuple[tuple[str, str], ...] = ()
+
+    def build(self) -> PluginHost:
+        import importlib
+
+        plugins = [(name, importlib.import_module(module)) for name, module in self.modules]
+        return PluginHost(load_entrypoints=self.load_entrypoints, allow=self.allow,
+                          block=self.block, plugins=plugins)
 
 
 class PluginHost:
@@ -100,6 +127,8 @@ class PluginHost:
             block = _env_list("RTLFORGE_PLUGINS_BLOCK") or set()
         self.block = set(block)
         self._failures: dict[str, str] = {}
+        self._load_entrypoints_flag = load_entrypoints
+        self._in_process: dict[str, object] = {}  # add_plugin's plugins, for spec()
         self.clashes: list[str] = []
         self._info: dict[str, PluginInfo] = {}
         self._kinds: dict[str, PluginKind] = {}
@@ -124,6 +153,28 @@ class PluginHost:
         host; each call builds a new host, so nothing is shared behind the caller's back.
         """
         return cls()
+
+    def spec(self) -> HostSpec:
+        """A :class:`HostSpec` that rebuilds this host elsewhere.
+
+        Raises :class:`ConfigError` when a plugin added in-process is not a module (an object
+        or a class cannot be imported by name in another process).
+        """
+        import types
+
+        modules: list[tuple[str, str]] = []
+        for name, plugin in self._in_process.items():
+            if name in self._failures:
+                continue
+            if not isinstance(plugin, types.ModuleType):
+                raise ConfigError(
+                    f"plugin {name!r} was added as {type(plugin).__name__} object: only a "
+                    "plugin module can be rebuilt in another process (register it through an "
+                    "entry point, or add the module itself)")
+            modules.append((name, plugin.__name__))
+        return HostSpec(load_entrypoints=self._load_entrypoints_flag,
+                        allow=tuple(sorted(self.allow)) if self.allow is not None else None,
+                        block=tuple(sorted(self.block)), modules=tuple(modules))
 
     # ---------------------------------------------------------------- loading
 
@@ -168,6 +219,8 @@ class PluginHost:
             self._clash(name, repr(plugin))
             return False
         self._info.setdefault(name, _info or PluginInfo(name=name))
+        if _info is None:
+            self._in_process[name] = plugin
         try:
             self.pm.register(plugin, name=name)
             for impl in self._impls("register_hookspecs", name):

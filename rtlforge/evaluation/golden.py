@@ -6,6 +6,9 @@ all need the golden measured exactly once per task however many threads ask for 
 measurement that failed because of the infrastructure (:func:`~rtlforge.core.errors.is_infra`:
 a missing tool, a sandbox failure, an estimator crash) is raised and never cached, so it is
 retried; a design the estimator cannot measure is a cached :class:`PPAMeasure` with its error.
+:class:`PPAWork` is a batch of measurements as an executor work spec: a remote worker rebuilds
+the estimator by name and measures there, and every outcome, errors included, comes back as a
+:class:`PPAMeasure` (exceptions do not cross processes intact).
 """
 
 from __future__ import annotations
@@ -14,18 +17,22 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from rtlforge.core.errors import RtlforgeError, ToolMissingError, is_infra
+from rtlforge.core.executor import WorkerServices, WorkSpec
 from rtlforge.core.interfaces import PPAEstimator
 from rtlforge.core.models import Candidate, PPAResult, Task, ValidationReport, Verdict
+from rtlforge.core.options import PluginSpec
+from rtlforge.core.plugins import HostSpec
 from rtlforge.sandbox.runner import SandboxRunner
 
 if TYPE_CHECKING:
     from rtlforge.validate.pipeline import Pipeline
 
-__all__ = ["PPA_CLOCK_KEY", "GoldenCheck", "GoldenPPA", "GoldenVerdict", "PPAMeasure",
-           "error_measure", "measure_ppa", "task_ppa_options"]
+__all__ = ["PPA_CLOCK_KEY", "GoldenCheck", "GoldenPPA", "GoldenVerdict", "PPAJob", "PPAMeasure",
+           "PPAWork", "error_measure", "lost_measure", "measure_job", "measure_ppa",
+           "task_ppa_options"]
 
 #: Task metadata key naming the clock port(s) for PPA (``"wclk,rclk"``), for designs whose
 #: clock the estimator cannot recognise by name.
@@ -137,6 +144,44 @@ def measure_ppa(estimator: PPAEstimator, candidate: Candidate, top: str,
     except Exception as exc:  # noqa: BLE001 - one bad design must not sink an hour-long batch
         return error_measure(exc)
     return PPAMeasure(ppa=ppa)
+
+
+class PPAJob(BaseModel):
+    """One measurement: the design, its top module and the estimator's keyword options."""
+
+    model_config = ConfigDict(frozen=True)
+
+    candidate: Candidate
+    top: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+def measure_job(estimator: PPAEstimator, runner: SandboxRunner, job: PPAJob) -> PPAMeasure:
+    """A job's outcome, any error included (the caller decides what a missing tool means)."""
+    try:
+        ppa = estimator.estimate(job.candidate, job.top, runner, **job.options)
+    except Exception as exc:  # noqa: BLE001 - carried back as data, classified by is_infra
+        return error_measure(exc)
+    return PPAMeasure(ppa=ppa)
+
+
+def lost_measure(job: PPAJob, reason: str) -> PPAMeasure:
+    """A job whose worker kept dying: a missing measurement, never a bad design."""
+    return PPAMeasure(error=f"WorkerLostError: {reason}", infra=True)
+
+
+class PPAWork(WorkSpec):
+    """PPA measurements of :class:`PPAJob` items, rebuilt on a worker: the estimator
+    ``estimator`` (name and options) from the plugin host ``host``, with its own sandbox."""
+
+    estimator: PluginSpec
+    host: HostSpec = Field(default_factory=HostSpec)
+
+    def build(self, services: WorkerServices) -> Callable[[PPAJob], PPAMeasure]:
+        host = self.host.build()
+        estimator = host.create("ppa_estimator", self.estimator.name, **self.estimator.options)
+        runner = SandboxRunner()
+        return lambda job: measure_job(estimator, runner, job)
 
 
 class _OncePerKey(Generic[T]):

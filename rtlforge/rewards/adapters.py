@@ -18,15 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import Reward
-from rtlforge.core.options import validate_options
-from rtlforge.rewards.base import completion_text
+from rtlforge.core.options import PluginSpec, validate_options
+from rtlforge.rewards.base import PPAReward, completion_text
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
 
 
 #: What a builder supplies itself, and only to rewards whose options model takes it.
-CONTEXT_OPTIONS = ("tasks", "pipeline", "estimator")
+CONTEXT_OPTIONS = ("tasks", "pipeline", "estimator", "executor")
 
 
 def reward_options(host: PluginHost, name: str) -> set[str]:
@@ -47,13 +47,15 @@ def check_reward_options(host: PluginHost, name: str, options: Mapping[str, Any]
 
 def create_reward(host: PluginHost, name: str, options: Mapping[str, Any] | None = None, *,
                   tasks: Any = None, pipeline: Callable[[], Any] | None = None,
-                  estimator: Callable[[], Any] | None = None) -> Reward:
+                  estimator: Callable[[], Any] | None = None,
+                  executor: Callable[[], Any] | None = None) -> Reward:
     """Reward ``name`` with ``options``, plus the context it takes and nothing more.
 
-    ``tasks``, a ``pipeline`` and (for a reward that ``needs_ppa``) an ``estimator`` go only to
-    a reward whose options model has them: a third-party reward with options of its own gets
-    exactly those. ``pipeline`` and ``estimator`` are factories, so what a reward does not take
-    is never built. A reward that takes ``tasks`` without one being given is a ConfigError.
+    ``tasks``, a ``pipeline``, an ``executor`` and (for a reward that ``needs_ppa``) an
+    ``estimator`` go only to a reward whose options model has them: a third-party reward with
+    options of its own gets exactly those. ``pipeline``, ``estimator`` and ``executor`` are
+    factories, so what a reward does not take is never built. A reward that takes ``tasks``
+    without one being given is a ConfigError.
     """
     kwargs: dict[str, Any] = dict(options or {})
     accepted = reward_options(host, name)
@@ -64,6 +66,8 @@ def create_reward(host: PluginHost, name: str, options: Mapping[str, Any] | None
         kwargs["tasks"] = tasks
     if "pipeline" in accepted and "pipeline" not in kwargs and pipeline is not None:
         kwargs["pipeline"] = pipeline()
+    if "executor" in accepted and "executor" not in kwargs and executor is not None:
+        kwargs["executor"] = executor()
     needs_ppa = bool(getattr(factory, "needs_ppa", False))
     if needs_ppa and "estimator" in accepted and "estimator" not in kwargs and estimator:
         kwargs["estimator"] = estimator()
@@ -77,7 +81,9 @@ class RewardSpec(BaseModel):
     score against tasks. ``kwargs`` are the reward's own options. ``pipeline`` holds keyword
     arguments of :meth:`Pipeline.build` (``simulator``, ``synth``, ``timeout``, ``extra``...);
     ``cache`` a SQLite file shared by the worker processes so repeats across them are cheap.
-    Tasks, a pipeline and an estimator are passed only to a reward that takes them
+    ``executor`` names an executor plugin and its options (``{"name": "ray", "options":
+    {"address": "auto"}}``): the reward's validation and checks go through it (docs/ray.md).
+    Tasks, a pipeline, an executor and an estimator are passed only to a reward that takes them
     (:func:`create_reward`).
     """
 
@@ -90,6 +96,7 @@ class RewardSpec(BaseModel):
     cache: str | None = None
     estimator: str = "yosys-sta"
     estimator_kwargs: dict[str, Any] = Field(default_factory=dict)
+    executor: PluginSpec | None = None
     name: str | None = None  # the logged name; defaults to the reward name
 
     def check(self, host: PluginHost | None = None) -> None:
@@ -98,6 +105,9 @@ class RewardSpec(BaseModel):
 
         host = host if host is not None else PluginHost.default()
         check_reward_options(host, self.reward, self.kwargs)
+        if self.executor is not None:
+            validate_options(host.options_model("executor", self.executor.name),
+                             self.executor.options, what=f"executor {self.executor.name!r}")
         if "tasks" in reward_options(host, self.reward) and self.tasks is None \
                 and "tasks" not in self.kwargs:
             raise ConfigError(f"reward {self.reward!r} scores against tasks: give tasks=DIR")
@@ -113,6 +123,7 @@ class RewardSpec(BaseModel):
         from rtlforge.validate.pipeline import Pipeline
 
         host = host if host is not None else PluginHost.default()
+        factory = host.get("reward", self.reward)
 
         def pipeline() -> Pipeline:
             options: dict[str, Any] = dict(self.pipeline)
@@ -121,10 +132,18 @@ class RewardSpec(BaseModel):
             return Pipeline.build(host, **options)
 
         def estimator() -> Any:
-            return host.create("ppa_estimator", self.estimator, **self.estimator_kwargs)
+            named = PluginSpec(name=self.estimator, options=self.estimator_kwargs)
+            if isinstance(factory, type) and issubclass(factory, PPAReward):
+                return named  # by name: it can be rebuilt on an executor's workers
+            return host.create("ppa_estimator", named.name, **named.options)
+
+        def executor() -> Any:
+            assert self.executor is not None
+            return host.create("executor", self.executor.name, **self.executor.options)
 
         return create_reward(host, self.reward, self.kwargs, tasks=self.tasks,
-                             pipeline=pipeline, estimator=estimator)
+                             pipeline=pipeline, estimator=estimator,
+                             executor=executor if self.executor is not None else None)
 
 
 def _spec(reward: str, tasks: str | Path | None, fields: dict[str, Any]) -> RewardSpec:

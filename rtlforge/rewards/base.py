@@ -40,13 +40,29 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from rtlforge.core.errors import ExtractionError, TaskFormatError, is_infra
-from rtlforge.core.executor import Executor
+from rtlforge.core.errors import (
+    ConfigError,
+    DesignError,
+    ExtractionError,
+    InfraError,
+    TaskFormatError,
+    is_infra,
+)
+from rtlforge.core.executor import Executor, Work
 from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
+from rtlforge.core.options import PluginSpec
 from rtlforge.evaluation.evaluate import candidate_from_completion
-from rtlforge.evaluation.golden import GoldenPPA, PPAMeasure, task_ppa_options
+from rtlforge.evaluation.golden import (
+    GoldenPPA,
+    PPAJob,
+    PPAMeasure,
+    PPAWork,
+    lost_measure,
+    measure_job,
+    task_ppa_options,
+)
 from rtlforge.pareto.hypervolume import objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
@@ -628,12 +644,18 @@ class PPAReward(RTLReward):
     for which :func:`~rtlforge.core.errors.is_infra` holds (missing tool, sandbox, bad liberty,
     an unexpected crash) abstains; a :class:`~rtlforge.core.errors.DesignError` (the design
     cannot be measured) counts as invalid PPA.
+
+    ``estimator`` is an instance, or a :class:`~rtlforge.core.options.PluginSpec` (name and
+    options) built from the host. Given by name and with an ``executor``, candidates' PPA goes
+    through the executor (on a cluster, each worker rebuilds the estimator; ``ppa_workers``
+    then does not apply); an instance cannot travel, so its measurements stay on this
+    process's ``ppa_workers`` threads. Each task's golden is measured here, once.
     """
 
     needs_ppa: ClassVar[bool] = True
 
     def __init__(self, tasks: TaskSource, pipeline: Pipeline | None = None, *,
-                 estimator: PPAEstimator | None = None, clock: str | None = None,
+                 estimator: PPAEstimator | PluginSpec | None = None, clock: str | None = None,
                  period_ns: float | None = None, ppa_workers: int | None = None,
                  **options: Any) -> None:
         """Args:
@@ -646,8 +668,12 @@ class PPAReward(RTLReward):
         """
         super().__init__(tasks, pipeline, **options)
         if estimator is None:
-            estimator = self._host().create("ppa_estimator", "yosys-sta")
-        self.estimator = estimator
+            estimator = PluginSpec(name="yosys-sta")
+        # an estimator given by name (a PluginSpec) can be rebuilt on an executor's workers
+        self.estimator_spec = estimator if isinstance(estimator, PluginSpec) else None
+        if isinstance(estimator, PluginSpec):
+            estimator = self._host().create("ppa_estimator", estimator.name, **estimator.options)
+        self.estimator: PPAEstimator = estimator
         self.ppa_workers = ppa_workers
         # only what was given: estimators written against the three-argument form still work
         self.ppa_options = {k: v for k, v in (("clock", clock), ("period_ns", period_ns))
@@ -677,6 +703,46 @@ class PPAReward(RTLReward):
         except Exception as exc:  # noqa: BLE001 - an infrastructure failure, classified below
             return exc
 
+    def _measure_through_executor(self, wanted: Sequence[tuple[Candidate, str, Task | None]],
+                                  ) -> list[PPAResult | Exception]:
+        """PPA of each ``(candidate, top, task)`` as a :class:`PPAWork` batch on the executor;
+        results already measured come from this reward's cache and are not sent."""
+        assert self.executor is not None and self.estimator_spec is not None
+        out: list[PPAResult | Exception | None] = [None] * len(wanted)
+        jobs: list[PPAJob] = []
+        keys: list[tuple[int, tuple[Any, ...]]] = []
+        for index, (candidate, top, task) in enumerate(wanted):
+            options = task_ppa_options(task, self.ppa_options)
+            key = (self.estimator.name, candidate.digest(), top, freeze(options))
+            hit = self._ppa.get(key)
+            if hit is not None:
+                out[index] = hit
+                continue
+            jobs.append(PPAJob(candidate=candidate, top=top, options=options))
+            keys.append((index, key))
+        runner = self.pipeline.runner
+        work: Work[PPAJob, PPAMeasure] = Work(
+            fn=lambda job: measure_job(self.estimator, runner, job), lost=lost_measure,
+            spec=PPAWork(estimator=self.estimator_spec, host=self._host().spec()))
+        for (index, key), measure in zip(keys, self.executor.run(work, jobs), strict=True):
+            result = _from_measure(measure)
+            if not _is_infra(result):
+                self._ppa.put(key, result)
+            out[index] = result
+        assert all(r is not None for r in out)
+        return [r for r in out if r is not None]
+
+    def _remote_ppa(self) -> bool:
+        """PPA goes through the executor when there is one and the estimator can be rebuilt
+        elsewhere (given by name, on a host a worker can rebuild)."""
+        if self.executor is None or self.estimator_spec is None:
+            return False
+        try:
+            self._host().spec()
+        except ConfigError:
+            return False
+        return True
+
     def _measure_all(self, jobs: Sequence[Callable[[], Any]]) -> list[Any]:
         if not jobs:
             return []
@@ -693,10 +759,16 @@ class PPAReward(RTLReward):
                                  and column_golden[it.index] is None}.values())
         jobs: list[Callable[[], Any]] = [
             functools.partial(self._golden, t) for t in measured_goldens]
-        jobs += [functools.partial(self._measure, it.candidate, it.candidate.top or it.task.top,
-                                   it.task)
-                 for it in items if it.candidate is not None and it.task is not None]
-        results = self._measure_all(jobs)
+        wanted = [(it.candidate, it.candidate.top or it.task.top, it.task)
+                  for it in items if it.candidate is not None and it.task is not None]
+        if self._remote_ppa():
+            # candidates through the executor (a cluster's workers); goldens, once per task,
+            # here
+            golden_results = self._measure_all(jobs)
+            results = [*golden_results, *self._measure_through_executor(wanted)]
+        else:
+            jobs += [functools.partial(self._measure, *w) for w in wanted]
+            results = self._measure_all(jobs)
         golden_of = dict(zip((t.id for t in measured_goldens), results, strict=False))
         for it, result in zip(items, results[len(measured_goldens):], strict=True):
             given = column_golden[it.index]
@@ -736,6 +808,15 @@ class PPAReward(RTLReward):
     @abstractmethod
     def _score_ppa(self, items: list[Item], columns: Mapping[str, Any]) -> None:
         """Set the reward of passing candidates whose PPA step finished (objectives may be None)."""
+
+
+def _from_measure(measure: PPAMeasure) -> PPAResult | Exception:
+    """A measurement that came back as data, as :meth:`PPAReward._measure` would return it: the
+    result, or an error of the right branch (infrastructure, or the design's)."""
+    if measure.ppa is not None:
+        return measure.ppa
+    message = measure.error or "PPA measurement failed"
+    return InfraError(message) if measure.infra else DesignError(message)
 
 
 def _is_infra(result: Any) -> bool:

@@ -9,7 +9,8 @@ The pipeline owns everything the validators should not have to think about: the 
 of untrusted sources before any tool reads them, a private run directory per candidate, the
 per-run nonce that lets a verdict tell the testbench's output from the design's, mapping
 infrastructure failures to ``infra_error`` (never a design verdict), the content-addressed cache
-and parallel batches.
+and parallel batches. A pipeline made by :meth:`Pipeline.build` remembers how (its
+:class:`PipelineSpec`), so a cluster executor can rebuild it on each worker instead of pickling it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rtlforge.core.errors import (
     ConfigError,
     InvalidSourceError,
@@ -32,7 +35,7 @@ from rtlforge.core.errors import (
     ToolMissingError,
     is_infra,
 )
-from rtlforge.core.executor import Executor, ThreadExecutor
+from rtlforge.core.executor import Executor, ThreadExecutor, Work, WorkerServices, WorkSpec
 from rtlforge.core.interfaces import ValidationContext, Validator
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import (
@@ -45,10 +48,11 @@ from rtlforge.core.models import (
     Verdict,
 )
 from rtlforge.core.options import PluginSpec, validate_options
+from rtlforge.core.plugins import HostSpec
 from rtlforge.eda.feedback import make_feedback, source_context
 from rtlforge.eda.verdicts import instrument_testbench, new_nonce
 from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
-from rtlforge.validate.cache import MemoryCache, ResultCache
+from rtlforge.validate.cache import MemoryCache, ResultCache, SQLiteCache
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
@@ -95,8 +99,78 @@ def _is_hdl(name: str) -> bool:
     return name.lower().endswith(_HDL_SUFFIXES)
 
 
+class PipelineSpec(BaseModel):
+    """Everything :meth:`Pipeline.build` was given, as plain data: a pipeline rebuilt from it
+    in another process validates exactly alike (same validators, options, timeout, cache key).
+
+    ``cache`` is a SQLite file (None: each process keeps its own memory cache); ``host`` the
+    plugin host's :class:`~rtlforge.core.plugins.HostSpec`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: HostSpec = Field(default_factory=HostSpec)
+    simulator: str = "icarus"
+    lint: bool = True
+    simulate: bool = True
+    synth: bool = False
+    extra: tuple[PluginSpec, ...] = ()
+    synthesizer: str = "yosys"
+    timeout: float = 60.0
+    options: dict[str, Any] = Field(default_factory=dict)
+    cache: str | None = None
+    bundle_dir: str | None = None
+
+    def build(self, *, cache: ResultCache | None = None) -> Pipeline:
+        """The pipeline; ``cache`` (a store the executor shares) wins over the spec's file."""
+        host = self.host.build()
+        if cache is None and self.cache is not None:
+            cache = SQLiteCache(self.cache)
+        return Pipeline.build(host, simulator=self.simulator, lint=self.lint,
+                              simulate=self.simulate, synth=self.synth, extra=self.extra,
+                              synthesizer=self.synthesizer, timeout=self.timeout,
+                              options=self.options, cache=cache, bundle_dir=self.bundle_dir)
+
+
+class ValidateWork(WorkSpec):
+    """``Pipeline.validate`` over ``(task, candidate)`` pairs, rebuilt on a worker."""
+
+    pipeline: PipelineSpec
+
+    def build(self, services: WorkerServices) -> Any:
+        pipeline = self.pipeline.build(cache=services.cache)
+        return lambda pair: pipeline.validate(*pair)
+
+
+def _spec_of(host: HostSpec, build: dict[str, Any]) -> PipelineSpec | None:
+    """The spec of a ``Pipeline.build`` call, or None when an argument is a live object that
+    cannot be described (a custom runner, a cache other than memory or SQLite)."""
+    build = dict(build)
+    if build.pop("runner", None) is not None:
+        return None
+    cache = build.pop("cache", None)
+    if type(cache) is SQLiteCache:  # exactly: a subclass may behave otherwise
+        build["cache"] = str(cache.path)
+    elif cache is not None and type(cache) is not MemoryCache:
+        return None
+    if build.get("bundle_dir") is not None:
+        build["bundle_dir"] = str(build["bundle_dir"])
+    return PipelineSpec(host=host, **build)
+
+
+def lost_report(pair: tuple[Task, Candidate], reason: str) -> ValidationReport:
+    """What a pair becomes when no worker could validate it: infrastructure, never a verdict."""
+    task, candidate = pair
+    return ValidationReport(verdict=Verdict.INFRA_ERROR, stages=(_infra_stage("executor", reason),),
+                            task_id=task.id, candidate_digest=candidate.digest())
+
+
 class Pipeline:
-    """Validates candidates against tasks. Thread-safe: one instance serves a worker pool."""
+    """Validates candidates against tasks. Thread-safe: one instance serves a worker pool.
+
+    ``spec`` says how to rebuild it in another process; None for a pipeline made from validator
+    instances (it can run only on executors of this process).
+    """
 
     def __init__(
         self,
@@ -116,6 +190,7 @@ class Pipeline:
         self.timeout = timeout
         self.options = dict(options or {})
         self.bundle_dir = Path(bundle_dir) if bundle_dir is not None else None
+        self.spec: PipelineSpec | None = None
         self._config_key: str | None = None
 
     @classmethod
@@ -152,11 +227,20 @@ class Pipeline:
                   ("synth", synthesizer, synth))
         specs = [PluginSpec(name=select_validator(host, stage, tc))
                  for stage, tc, on in wanted if on]
-        specs.extend(PluginSpec.of(item) for item in extra)
+        extras = [PluginSpec.of(item) for item in extra]
+        specs.extend(extras)
         for spec in specs:  # every name and option checked before any validator is built
             validate_options(host.options_model("validator", spec.name), spec.options,
                              what=f"validator {spec.name!r}")
-        return cls([host.create("validator", s.name, **s.options) for s in specs], **kwargs)
+        pipeline = cls([host.create("validator", s.name, **s.options) for s in specs], **kwargs)
+        try:
+            host_spec = host.spec()
+        except ConfigError:  # an in-process plugin object: this pipeline stays local
+            return pipeline
+        pipeline.spec = _spec_of(host_spec, {
+            "simulator": simulator, "lint": lint, "simulate": simulate, "synth": synth,
+            "extra": tuple(extras), "synthesizer": synthesizer, **kwargs})
+        return pipeline
 
     # ---------------------------------------------------------------- cache key
 
@@ -223,14 +307,38 @@ class Pipeline:
         *,
         executor: Executor | None = None,
     ) -> list[ValidationReport]:
-        """Validate a batch in parallel; results are in input order."""
+        """Validate a batch in parallel; results are in input order.
+
+        Pairs this pipeline's cache already knows are answered here, and what comes back is
+        cached here too, so a remote executor's results serve the next batch without a round
+        trip. A remote executor rebuilds this pipeline from :attr:`spec` on its workers; a pair
+        whose worker kept dying comes back ``infra_error`` (never a verdict).
+        """
+        pairs = list(pairs)
+        keys = [self.cache_key(task, candidate) for task, candidate in pairs]
+        reports: list[ValidationReport | None] = []
+        for key in keys:
+            hit = self.cache.get(key)
+            reports.append(hit.model_copy(update={"cached": True}) if hit is not None else None)
+        todo = [i for i, report in enumerate(reports) if report is None]
+        if not todo:
+            return [r for r in reports if r is not None]
         own = executor is None
         pool: Executor = executor or ThreadExecutor()
+        work: Work[tuple[Task, Candidate], ValidationReport] = Work(
+            fn=lambda pair: self.validate(*pair),
+            spec=ValidateWork(pipeline=self.spec) if self.spec is not None else None,
+            lost=lost_report)
         try:
-            return list(pool.map(lambda pair: self.validate(*pair), list(pairs)))
+            done = pool.run(work, [pairs[i] for i in todo])
         finally:
             if own:
                 pool.close()
+        for i, report in zip(todo, done, strict=True):
+            reports[i] = report
+            if report.verdict in _CACHEABLE and not report.cached:
+                self.cache.put(keys[i], report)
+        return [r for r in reports if r is not None]
 
     def _run_stages(self, task: Task, candidate: Candidate) -> list[StageResult]:
         candidate = self._resolve_name_clashes(task, candidate)

@@ -50,6 +50,7 @@ BRANCH: dict[str, str] = {
     # the harness could not do its job
     "rtlforge.core.errors:ToolMissingError": INFRA,
     "rtlforge.core.errors:SandboxError": INFRA,
+    "rtlforge.core.errors:WorkerLostError": INFRA,
     "rtlforge.core.errors:IsolationUnavailableError": INFRA,
     "rtlforge.generation.base:GenerationError": INFRA,  # a server down, a request timed out
     "rtlforge.generation.base:GenerationCancelled": INFRA,

@@ -254,3 +254,20 @@ def test_bad_extra_is_a_typed_config_error_before_anything_is_built(
         Pipeline.build(_limit_host(), lint=False, simulate=False,
                        extra=["line-limit", extra])  # type: ignore[list-item]
     assert type(caught.value).__name__ == error and text in str(caught.value)
+
+
+def test_validate_many_answers_known_pairs_without_the_executor(pipeline: Pipeline,
+                                                                task: Task) -> None:
+    class Counting(SerialExecutor):
+        items = 0
+
+        def run(self, work: Any, items: Any) -> list[Any]:
+            Counting.items += len(items)
+            return super().run(work, items)
+
+    good, wrong = Candidate.from_source(GOOD), Candidate.from_source(WRONG)
+    first = pipeline.validate_many([(task, good), (task, wrong)], executor=Counting())
+    again = pipeline.validate_many([(task, wrong), (task, good)], executor=Counting())
+    assert [r.verdict for r in first] == [Verdict.PASS, Verdict.FAIL]
+    assert [r.verdict for r in again] == [Verdict.FAIL, Verdict.PASS]
+    assert all(r.cached for r in again) and Counting.items == 2  # the second batch: no item

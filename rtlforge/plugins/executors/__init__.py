@@ -1,0 +1,1 @@
+"""Executor plugins: the local ones (``serial``, ``thread``) and the Ray cluster (``ray``)."""
