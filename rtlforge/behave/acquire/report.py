@@ -28,6 +28,10 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+_PLURAL = {"admission": "admissions", "rejection": "rejections", "exclusion": "exclusions",
+           "unresolved": "unresolved"}
+
+
 def _attempts(record: AcquisitionRecord) -> str:
     if not record.attempts:
         return ""
@@ -35,7 +39,8 @@ def _attempts(record: AcquisitionRecord) -> str:
     for a in record.attempts:
         check = "" if a.check_verdict is None else f"{a.check_verdict} ({a.mismatches} mism.)"
         review = "" if a.reviewer is None else (
-            f"{a.reviewer.decision}, spec matches sources: {a.reviewer.spec_matches_sources}")
+            f"reviewer: {a.reviewer.decision}, spec "
+            f"{'matches' if a.reviewer.spec_matches_sources else 'does not match'} the sources")
         rows.append(f"<li>round {a.attempt}: <b>{_e(a.outcome)}</b> ({_e(a.reason)}) "
                     f"{_e(check)} {_e(review)}<pre>{_e(a.message)}</pre></li>")
     return "<ol>" + "".join(rows) + "</ol>"
@@ -43,7 +48,7 @@ def _attempts(record: AcquisitionRecord) -> str:
 
 def _table(records: list[AcquisitionRecord], kind: str) -> str:
     if not records:
-        return f"<p>No {kind}s.</p>"
+        return f"<p>No {_PLURAL[kind]}.</p>"
     rows = "".join(
         f"<tr><td class='{_e(r.kind)}'>{_e(r.candidate or '-')}</td>"
         f"<td>{_e(', '.join(r.sources))}</td><td>{_e(r.task_id or '')}</td>"
@@ -56,7 +61,7 @@ def _table(records: list[AcquisitionRecord], kind: str) -> str:
 def render_report(result: RoundResult) -> str:
     counts = {kind: len(result.of(kind))  # type: ignore[arg-type]
               for kind in ("admission", "rejection", "exclusion", "unresolved")}
-    summary = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+    summary = ", ".join(f"{n} {kind if n == 1 else _PLURAL[kind]}" for kind, n in counts.items())
     gaps = "".join(f"<li>{_e(g)}</li>" for g in result.gaps) or "<li>(none named)</li>"
     sections = "".join(
         f"<h2>{title}</h2>{_table(result.of(kind), kind)}"  # type: ignore[arg-type]
