@@ -55,7 +55,10 @@ train-example: venv
 test: tools venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q --durations=25
+	# Two workers on CI's two cores: most tests wait on a tool subprocess, so one worker leaves a
+	# core idle. --dist loadfile keeps a module on one worker (module-scoped fixtures such as
+	# the local Ray cluster start once, not once per worker).
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations=25
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not tools and not shared and not slow"
