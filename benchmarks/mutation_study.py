@@ -17,15 +17,13 @@ editing a model re-runs only that column. A design without a behaviour task show
     python benchmarks/mutation_study.py [--rtllm DIR] [--cap 25] [--jobs 1] [--designs a,b]
         [--json runs/mutation_study.json] [--md runs/mutation_study.md]
 
-Measured (46 designs, 1011 mutants, ``--jobs 2 --timeout 20 --depth 24``, two shared cores,
-BEHAVE column cold: 1134 s; seconds from the cache). The table is in
-``benchmarks/results/mutation_study_rtllm.md``: of the non-equivalent mutants, RTLLM's
-testbenches kill 717 of 913 (78.5%; the issue quotes 76.7%, 611 of 797) and BEHAVE-Sim 877 of
-the 897 it can score (97.8%; synchronizer had no task then), with no alarm on the 48 equivalent
-ones from either. synchronizer alone since its task (``--designs synchronizer``, same settings):
-16 non-equivalent, RTLLM's testbench kills 10, BEHAVE-Sim 14 (docs/behave-constraints.md).
-Yosys's verdicts under a 20 s limit move a few mutants between "equivalent" and
-"unknown" with machine load (an earlier run: 52 equivalent, 43 unknown).
+Measured (46 designs, 1011 mutants, ``--jobs 2 --timeout 20 --depth 24``, two cores shared
+with other work, everything cold: 2607 s; seconds from the cache). The table is in
+``benchmarks/results/mutation_study_rtllm.md``: of the 916 non-equivalent mutants, RTLLM's
+testbenches kill 720 (78.6%; the issue quotes 76.7%, 611 of 797) and BEHAVE-Sim 894 (97.6%; all
+46 designs have a task), with no alarm on the 52 equivalent ones from either. Yosys's verdicts
+under a 20 s limit move a few mutants between "equivalent" and "unknown" with machine load (the
+run before: 48 equivalent, 50 unknown).
 """
 
 from __future__ import annotations
