@@ -55,10 +55,11 @@ train-example: venv
 test: tools venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
 	$(BIN)/lint-imports
-	# Two workers on CI's two cores: most tests wait on a tool subprocess, so one worker leaves a
-	# core idle. --dist loadfile keeps a module on one worker (module-scoped fixtures such as
-	# the local Ray cluster start once, not once per worker).
-	$(BIN)/pytest -q -n 2 --dist loadfile --durations=25
+	# Two workers on CI's two cores: many tests wait on a tool subprocess or a wall-clock limit
+	# (the sandbox's attack corpus), so one worker leaves a core idle. Tests are handed out one
+	# by one (--dist loadgroup); a module that starts a shared resource (the local Ray cluster)
+	# pins itself to one worker with an xdist_group mark.
+	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not tools and not shared and not slow"

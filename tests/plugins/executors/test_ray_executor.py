@@ -28,6 +28,10 @@ TASKS = ROOT / "examples" / "tasks"
 ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install "
                                         "'rtlforge[ray]'")
 
+#: Under pytest-xdist (`make test`), every test of this module runs on one worker, so the local
+#: cluster below starts once and two clusters never compete for the two cores.
+pytestmark = pytest.mark.xdist_group("ray-local-cluster")
+
 import ray_worker_killer  # noqa: E402 - this folder is on sys.path (pytest's rootdir import)
 
 from rtlforge.plugins.executors import ray_cluster  # noqa: E402
