@@ -55,10 +55,9 @@ train-example: venv
 test: tools venv
 	$(BIN)/ruff check rtlforge tests benchmarks plugins-contrib
 	$(BIN)/lint-imports
-	# Two workers on CI's two cores: many tests wait on a tool subprocess or a wall-clock limit
-	# (the sandbox's attack corpus), so one worker leaves a core idle. Tests are handed out one
-	# by one (--dist loadgroup); a module that starts a shared resource (the local Ray cluster)
-	# pins itself to one worker with an xdist_group mark.
+	# Two pytest-xdist workers, one per core of CI. Tests are handed out one by one
+	# (--dist loadgroup); a module that starts a shared resource (the local Ray cluster) pins
+	# itself to one worker with an xdist_group mark.
 	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
 
 test-fast: venv
