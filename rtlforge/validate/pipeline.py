@@ -336,7 +336,11 @@ class Pipeline:
                 pool.close()
         for i, report in zip(todo, done, strict=True):
             reports[i] = report
-            if report.verdict in _CACHEABLE and not report.cached:
+            # a local executor ran self.validate, which cached the report already; only one
+            # that came back from another process is new here (a get after a put is a hit in
+            # the cache's memory front, so this skips a second SQLite write per candidate)
+            if (report.verdict in _CACHEABLE and not report.cached
+                    and self.cache.get(keys[i]) is None):
                 self.cache.put(keys[i], report)
         return [r for r in reports if r is not None]
 
