@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from rtlforge.core.models import Feedback, PassRule, Verdict
+from rtlforge.core.untrusted import BoundedRegex, compile_regex
 from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
 from rtlforge.eda.mismatches import failing_checks
 
@@ -199,8 +200,12 @@ def testbench_lines(output: str, nonce: str | None) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _compiled(pattern: str) -> BoundedRegex:
+    """A task's pattern in RE2 (linear time): a pass rule comes from a task file, and a
+    backtracking pattern on a long testbench line would hang the host past every timeout. The
+    loader refuses a pattern RE2 cannot run; a Task built in code gets the same typed error
+    (:class:`~rtlforge.core.errors.UnboundedRegexError`) here."""
+    return compile_regex(pattern)
 
 
 @dataclass(frozen=True)
