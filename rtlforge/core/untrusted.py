@@ -24,7 +24,7 @@ import re
 import tomllib
 from typing import Any, Protocol
 
-from rtlforge.core.errors import RtlforgeError, UnboundedRegexError
+from rtlforge.core.errors import ConfigError, UnboundedRegexError
 
 __all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_REGEX_CHARS", "BoundedRegex", "JSONLimitError",
            "TOMLLimitError", "UntrustedTextError", "compile_regex", "load_json", "load_toml",
@@ -42,10 +42,10 @@ MAX_REGEX_CHARS = 4096
 _REGEX_MEMORY = 8 * 1024 * 1024
 
 
-class UntrustedTextError(RtlforgeError, ValueError):
+class UntrustedTextError(ConfigError, ValueError):
     """Untrusted text is over a bound (too large, nested too deep). Callers turn it into their
-    own typed error (a task format error, a malformed answer); on no branch itself, so uncaught
-    it abstains rather than scores a design."""
+    own typed error (a task format error, a malformed answer); uncaught, it is bad input (the
+    CLI's usage exit) and never scores a design."""
 
 
 class JSONLimitError(UntrustedTextError, json.JSONDecodeError):
