@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -887,7 +888,25 @@ def _stderr_console() -> Any:
     return Console(stderr=True)
 
 
+def _exit_on_termination() -> None:
+    """Make SIGTERM and SIGHUP end the CLI the way Ctrl-C does: as an exception, so that the
+    running tool's process group is killed and every run directory removed on the way out
+    (Python's default for these signals ends the process on the spot, leaving both behind).
+    Only signals still at their default are taken, and each only once: a second one while the
+    CLI cleans up is ignored rather than cutting the clean-up short."""
+    def stop(signum: int, _frame: object) -> None:
+        for sig in taken:
+            signal.signal(sig, signal.SIG_IGN)
+        raise SystemExit(128 + signum)
+
+    taken = [sig for sig in (signal.SIGTERM, signal.SIGHUP)
+             if signal.getsignal(sig) is signal.SIG_DFL]
+    for sig in taken:
+        signal.signal(sig, stop)
+
+
 def main() -> None:
+    _exit_on_termination()
     cli()
 
 

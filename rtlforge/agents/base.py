@@ -32,6 +32,7 @@ from rtlforge.core.hookspecs import PluginKind
 from rtlforge.core.interfaces import GenerationRequest, Plugin, SamplingParams
 from rtlforge.core.models import Task
 from rtlforge.core.options import PluginOptions
+from rtlforge.core.untrusted import load_toml
 
 __all__ = [
     "AGENT_ROLE_KIND",
@@ -96,7 +97,7 @@ class RoleTemplate:
     @classmethod
     def from_toml(cls, text: str, *, origin: str = "<string>") -> RoleTemplate:
         try:
-            raw = tomllib.loads(text)
+            raw = load_toml(text)
         except (tomllib.TOMLDecodeError, RecursionError) as exc:
             raise RoleTemplateError(f"{origin}: not valid TOML: {exc}") from exc
         if set(raw) - {"name", "system", "user", "description"} or not isinstance(

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rtlforge.agents.base import RoleSettings
 from rtlforge.core.errors import ConfigError
+from rtlforge.core.untrusted import load_toml
 
 __all__ = ["AgentsConfig", "AgentsFileError", "builtin_role_names", "load_agents_file",
            "parse_agents_config", "role_overrides"]
@@ -128,7 +129,7 @@ def load_agents_file(path: str | Path, *, roles: Collection[str] | None = None) 
     with third-party roles, ``host.names("agent_role")``); default: the built-in ones."""
     file = Path(path)
     try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        raw = load_toml(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise AgentsFileError(f"agents file {file}: {exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:

@@ -29,6 +29,7 @@ from rtlforge.agents.models import SolveResult, Tier
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Task, Verdict
+from rtlforge.core.untrusted import load_json
 from rtlforge.explore.settings import RunSettingsMismatch, differences, redact
 
 __all__ = ["RUN_FILES", "SETTINGS_VERSION", "RefineRun", "RunSettingsMismatch",
@@ -127,7 +128,7 @@ def _json_lines(path: Path) -> Iterable[dict[str, Any]]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
+                obj = load_json(raw.decode("utf-8"))
             except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
                 continue
             if isinstance(obj, dict):
@@ -215,7 +216,7 @@ class RefineRun:
         stored = None
         if self.settings_path.is_file():
             try:
-                stored = json.loads(self.settings_path.read_text(encoding="utf-8"))
+                stored = load_json(self.settings_path.read_text(encoding="utf-8"))
             except (ValueError, RecursionError):
                 stored = None
         diffs = differences(stored, self.settings)

@@ -9,7 +9,6 @@ a sink that draws the live view. The library itself never prints.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from rtlforge.core.untrusted import load_json
 
 __all__ = ["JsonlSink", "ThoughtEvent", "ThoughtKind", "Trace", "TraceSink", "read_trace"]
 
@@ -107,7 +108,7 @@ def read_trace(path: str | Path) -> Iterator[ThoughtEvent]:
             if not raw.strip():
                 continue
             try:
-                event = ThoughtEvent.model_validate(json.loads(raw.decode("utf-8")))
+                event = ThoughtEvent.model_validate(load_json(raw.decode("utf-8")))
             except (ValueError, TypeError, RecursionError):  # UnicodeDecodeError: a ValueError
                 continue
             yield event

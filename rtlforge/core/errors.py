@@ -125,6 +125,12 @@ class TaskFormatError(ConfigError):
     """A task directory or task file is malformed."""
 
 
+class UnboundedRegexError(ConfigError, ValueError):
+    """A regex from a task, a rule file or settings cannot be run in linear time (RE2 refuses
+    it: a backreference, lookaround) or is invalid. Refused when the file loads, never while
+    judging a design, where a backtracking pattern could hang the host."""
+
+
 class PluginError(ConfigError):
     """A plugin could not be loaded, or a requested plugin is unknown."""
 

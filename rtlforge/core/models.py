@@ -87,6 +87,17 @@ class PassRule(_Frozen):
     pass_regex: str | None = None
     fail_regex: str | None = None
 
+    @field_validator("pass_regex", "fail_regex")
+    @classmethod
+    def _linear_time(cls, pattern: str | None) -> str | None:
+        """Patterns are judged with RE2 (linear time), so one RE2 cannot run (a backreference,
+        lookaround) is refused when the rule is made: when its task loads, not mid-validation."""
+        if pattern is not None:
+            from rtlforge.core.untrusted import compile_regex
+
+            compile_regex(pattern)  # UnboundedRegexError is a ValueError: pydantic reports it
+        return pattern
+
 
 class Task(_Frozen):
     """A design problem: what to build and how to check it."""

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-import json
 import re
 import sys
 import types
@@ -52,6 +51,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from rtlforge.core.errors import PluginOptionsError
+from rtlforge.core.untrusted import load_json
 
 
 class PluginOptions(BaseModel):
@@ -398,7 +398,7 @@ def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,
                 field[1].annotation) and (field[1].annotation is Any
                                           or value.lstrip()[:1] in ("{", "[")):
             with contextlib.suppress(ValueError):  # not JSON after all: the model judges it
-                value = json.loads(value)
+                value = load_json(value)
         decoded[name] = value
     return validate_options(model, decoded, what=what, supplied=supplied)
 

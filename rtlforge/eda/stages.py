@@ -162,19 +162,44 @@ def testbench_dump(ctx: ValidationContext) -> str | None:
     return None
 
 
+#: An Icarus "sorry:" line: the tool could not do what was written.
+_SORRY = re.compile(r"^(?:[^:\s][^:]*:\d+:\s*)?(?:vvp\.tgt\s+)?sorry:", re.IGNORECASE)
+
+
+def tool_unsupported(tool_text: str, *, stage: str, files: Mapping[str, str]) -> list[Feedback]:
+    """Icarus ``sorry:`` findings (bar the benign ones) in text only the tool writes.
+
+    Never given the simulation's stdout: the design prints there as freely as the testbench,
+    and a wrong design printing ``sorry:`` would turn its ``fail`` into ``error``.
+    """
+    lines = [line for line in tool_text.splitlines()
+             if _SORRY.match(line) and not is_benign_sorry(line)]
+    return parse_iverilog("\n".join(lines), stage=stage, files=files) if lines else []
+
+
 def simulation_verdict(
     run: ToolRun, ctx: ValidationContext, *, stage: str, files: Mapping[str, str], what: str,
-    dump: str | None = None,
+    dump: str | None = None, unsupported_in_stderr: bool = False,
 ) -> tuple[Verdict, list[Feedback]]:
     """Verdict of one simulator run: timeout and flood first, then the testbench's own words.
 
-    A failure's feedback carries the first failing checks; ``dump`` (a VCD of the run, else the
-    testbench's own, if any) supplies the values where the testbench prints none.
+    The verdict's class comes from the tool's own channels, never from what the design prints:
+    ``error`` only when the simulator's stderr says it could not run what was written
+    (``unsupported_in_stderr``: vvp writes its runtime ``sorry:`` there, and a design under the
+    gate cannot write to stderr; a verilated binary's stderr carries the design's ``$error``
+    text, so it is not read). Compile-time ``sorry:`` is the compile step's verdict. Then
+    pass/fail from the testbench's marked lines. A failure's feedback carries the first failing
+    checks; ``dump`` (a VCD of the run, else the testbench's own, if any) supplies the values
+    where the testbench prints none.
     """
     if run.timed_out:
         return Verdict.TIMEOUT, [timeout_feedback(what, ctx.timeout, stage=stage)]
     if run.output_overflow:
         return Verdict.FAIL, [flood_feedback(what, run, stage=stage)]
+    unsupported = (tool_unsupported(run.stderr, stage=stage, files=files)
+                   if unsupported_in_stderr else [])
+    if unsupported:
+        return Verdict.ERROR, unsupported
     unit = testbench_time_unit(ctx)
     judgement = judge(run.output, ctx.task.pass_rule, nonce=ctx.options.get("nonce"),
                       stage=stage, files=files, time_unit=unit,

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from rtlforge.core.models import Feedback, PassRule, Verdict
-from rtlforge.eda.feedback import is_benign_sorry, make_feedback, parse_iverilog
+from rtlforge.core.untrusted import BoundedRegex, compile_regex
+from rtlforge.eda.feedback import make_feedback
 from rtlforge.eda.mismatches import failing_checks
 
 _NO_FILES: Mapping[str, str] = MappingProxyType({})
@@ -142,8 +143,6 @@ _COUNT_AFTER = re.compile(r"\b(?:failures?|errors?|mismatches)\s*[:=]\s*(\d+)\b"
 _NEGATED = re.compile(r"\b(?:no|without|zero)\s+(?:errors?|failures?|mismatch(?:es)?)\b",
                       re.IGNORECASE)
 _FAIL_WORD = re.compile(r"\b(?:errors?|fail(?:s|ed|ure|ures|ing)?)\b", re.IGNORECASE)
-#: An Icarus "sorry:" line (compile or runtime): the tool could not do what was written.
-_SORRY = re.compile(r"^(?:[^:\s][^:]*:\d+:\s*)?(?:vvp\.tgt\s+)?sorry:", re.IGNORECASE)
 
 
 def _line_signals(line: str) -> list[bool]:
@@ -199,8 +198,12 @@ def testbench_lines(output: str, nonce: str | None) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _compiled(pattern: str) -> BoundedRegex:
+    """A task's pattern in RE2 (linear time): a pass rule comes from a task file, and a
+    backtracking pattern on a long testbench line would hang the host past every timeout. The
+    loader refuses a pattern RE2 cannot run; a Task built in code gets the same typed error
+    (:class:`~rtlforge.core.errors.UnboundedRegexError`) here."""
+    return compile_regex(pattern)
 
 
 @dataclass(frozen=True)
@@ -231,23 +234,18 @@ def _fail(reason: str, lines: list[str], stage: str, files: Mapping[str, str],
 def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simulate",
           files: Mapping[str, str] = _NO_FILES, time_unit: str | None = None,
           outputs: Collection[str] = ()) -> Judgement:
-    """Decide PASS/FAIL/ERROR from simulator output under ``rule``.
+    """Decide PASS/FAIL from simulator output under ``rule``: the testbench's words only.
 
-    With a nonce only marker-prefixed lines count, so the design's own prints are ignored.
+    With a nonce only text between the markers counts, so the design's own prints are ignored:
+    whatever it prints (a simulator-style ``sorry:``, ``%Error:``, a fake summary) neither
+    passes it nor changes the verdict's class. ``error`` (the tool could not run what was
+    written) is decided by the caller from the tool's own channels: its exit status, its stderr
+    and the compile step's output (:func:`rtlforge.eda.stages.simulation_verdict`).
     Anything ambiguous fails: conflicting signals, or no recognisable verdict at all. A
     failure's feedback carries the first failing checks the testbench's lines describe
     (``time_unit``: the testbench's timescale unit; ``outputs``: the design's output names).
     """
     checks = _Checks(time_unit, tuple(outputs))
-    all_lines = output.splitlines()
-    tag = marker(nonce) if nonce is not None else None
-    sorry = [line for line in all_lines
-             if (tag is None or tag not in line) and _SORRY.match(line)
-             and not is_benign_sorry(line)]
-    if sorry:
-        feedback = parse_iverilog("\n".join(sorry), stage=stage, files=files)
-        return Judgement(Verdict.ERROR, "the simulator does not support a construct used",
-                         tuple(feedback))
     lines = testbench_lines(output, nonce)
 
     if rule.kind == "regex":

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import GenerationRequest
 from rtlforge.core.models import PPAResult, Task
+from rtlforge.core.untrusted import load_toml
 
 __all__ = [
     "HistoryEntry",
@@ -151,7 +152,7 @@ class PromptTemplate:
     @classmethod
     def from_toml(cls, text: str, *, origin: str = "<string>") -> PromptTemplate:
         try:
-            raw = tomllib.loads(text)
+            raw = load_toml(text)
         except tomllib.TOMLDecodeError as exc:
             raise TemplateError(f"{origin}: not valid TOML: {exc}") from exc
         unknown = sorted(set(raw) - _KEYS)

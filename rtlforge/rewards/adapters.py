@@ -8,7 +8,6 @@ adapter imports torch, transformers, trl or verl: each is just a callable.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.options import PluginSpec, validate_options
+from rtlforge.core.untrusted import load_json
 from rtlforge.rewards.base import PPAReward, completion_text
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def trl_reward(reward: str = "sequential-hvc", *, tasks: str | Path | None = Non
 def _parse(value: Any) -> Any:
     """Datasets often store nested values as JSON text; task ids never start with '{' or '['."""
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        return json.loads(value)
+        return load_json(value)
     return value
 
 

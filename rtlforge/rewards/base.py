@@ -53,6 +53,7 @@ from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
 from rtlforge.core.options import PluginSpec
+from rtlforge.core.untrusted import load_json
 from rtlforge.evaluation.evaluate import candidate_from_completion
 from rtlforge.evaluation.golden import (
     GoldenPPA,
@@ -218,7 +219,7 @@ def parse_ppa(value: Any, *, what: str = "PPA") -> PPAResult | None:
     if value is None or isinstance(value, PPAResult):
         return value
     if isinstance(value, str):
-        value = json.loads(value) if value.strip() else None
+        value = load_json(value) if value.strip() else None
         if value is None:
             return None
     if not isinstance(value, Mapping):
@@ -286,7 +287,7 @@ def history_entries(history: Any) -> list[Any]:
     if history is None:
         return []
     if isinstance(history, str):
-        history = json.loads(history) if history.strip() else []
+        history = load_json(history) if history.strip() else []
     if hasattr(history, "tolist"):  # numpy array (k, 3)
         history = history.tolist()
     if isinstance(history, Mapping) or (_is_vector(history) and not any(

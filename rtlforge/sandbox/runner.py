@@ -227,6 +227,18 @@ def _close_spawners(spawners: dict[_SpawnerKey, Spawner],
         launchers.pop().stop()
 
 
+def _finalize(spawners: dict[_SpawnerKey, Spawner], launchers: list[_Launcher],
+              workspaces: dict[Path, _Workspace], keep: bool) -> None:
+    """A runner's last act (garbage collection or interpreter exit, also after SIGTERM in the
+    CLI): stop its processes, and remove the run directories still open: those of long-lived
+    workers (the gate's), or of a run the exit cut short. A timeout or a kill must not leave
+    a run directory behind."""
+    _close_spawners(spawners, launchers)
+    if not keep:
+        for path in list(workspaces):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 #: Largest text file accepted into a workspace (a 10 MB "design" is an attack, not a design).
 MAX_FILE_CHARS = 4_000_000
 _PLAIN_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -365,13 +377,13 @@ class SandboxRunner:
         self._spawners_lock = threading.Lock()
         self._launchers: list[_Launcher] = []  # none or one, shared with the finalizer
         self._launcher_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_spawners, self._spawners,
-                                           self._launchers)
         self._jail: Jail | None = None
         self._jail_error: IsolationUnavailableError | None = None
         self._jail_lock = threading.Lock()
         self._workspaces: dict[Path, _Workspace] = {}
         self._workspaces_lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _finalize, self._spawners, self._launchers,
+                                           self._workspaces, keep_workspaces)
         self._gate: Gate | None = None
         if self.isolation == "none":
             log.warning("sandbox_isolation_disabled", how=f"{ISOLATION_ENV}=none",

@@ -9,9 +9,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.errors import TaskFormatError
+from rtlforge.core.untrusted import load_json
 from rtlforge.tasks.loader import _type_name
 
-__all__ = ["Sample", "load_samples"]
+__all__ = ["MAX_LINE_CHARS", "Sample", "load_samples"]
+
+#: Longest samples line read: a completion is a design, and a workspace file holds at most
+#: 4 M characters (rtlforge.sandbox.runner.MAX_FILE_CHARS); room for the JSON around it.
+MAX_LINE_CHARS = 16 * 1024 * 1024
 
 
 class Sample(BaseModel):
@@ -44,8 +49,8 @@ def load_samples(path: str | Path) -> list[Sample]:
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        try:
-            record = json.loads(line)
+        try:  # bounded: a line of `[[[[...` must be a typed error, not a RecursionError
+            record = load_json(line, what="a samples line", max_chars=MAX_LINE_CHARS)
         except json.JSONDecodeError as exc:
             raise TaskFormatError(f"{where}: invalid JSON: {exc.msg}") from exc
         if not isinstance(record, dict):

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rtlforge.core.errors import ConfigError, InfraError, RtlforgeError
 from rtlforge.core.log import get_logger
+from rtlforge.core.untrusted import load_json
 
 if TYPE_CHECKING:
     from rtlforge.core.interfaces import Reward, Trainer
@@ -357,7 +358,7 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
         return records
     for line in text.splitlines():
         try:
-            obj = json.loads(line)
+            obj = load_json(line)
         except ValueError:
             continue
         if isinstance(obj, dict):

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from rtlforge.core.models import Task
+from rtlforge.core.untrusted import load_json
 from rtlforge.generation.prompts import HistoryEntry, PromptTemplate, load_template
 from rtlforge.pareto.hypervolume import hvc_group
 
@@ -62,7 +63,7 @@ PER_LENGTH_CAP = 1000
 def history_key(history: Any) -> str:
     """Canonical JSON of a history column value, so equal histories group together."""
     if isinstance(history, str):
-        history = json.loads(history) if history.strip() else []
+        history = load_json(history) if history.strip() else []
     return json.dumps(list(history or []), sort_keys=True)
 
 
@@ -145,7 +146,7 @@ def group_hvc(history: Any, objectives: Sequence[float] | None) -> float | None:
     """HVC of one objective vector over a history column value (None without objectives)."""
     if objectives is None:
         return None
-    entries = json.loads(history_key(history))
+    entries = load_json(history_key(history))
     return float(hvc_group(_history_ratios(entries), [objectives])[0])
 
 
@@ -163,7 +164,7 @@ def best_per_group(rollouts: Iterable[Rollout]) -> dict[tuple[str, str], Rollout
             groups.setdefault((r.task_id, history_key(r.history)), []).append(r)
     best: dict[tuple[str, str], Rollout] = {}
     for key, members in groups.items():
-        history = json.loads(key[1])
+        history = load_json(key[1])
         hvcs = hvc_group(_history_ratios(history), [m.objectives for m in members])
         ranks = [(m.objectives is not None, float(h), float(m.reward or 0.0))
                  for m, h in zip(members, hvcs, strict=True)]
@@ -208,7 +209,7 @@ def reconstruct(
     tmpl = load_template(template)
     fresh: list[dict[str, Any]] = []
     for (task_id, key), best in best_per_group(rollouts).items():
-        history = [*json.loads(key), _entry(best)]
+        history = [*load_json(key), _entry(best)]
         if len(history) >= max_history:
             continue
         fresh.append(make_row(lookup(task_id), history, tmpl, born=generation + 1,

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
+from rtlforge.core.untrusted import load_json
 from rtlforge.rewards.adapters import RewardSpec, TRLReward
 from rtlforge.rewards.base import RewardDetail, completion_text
 from rtlforge.trainers.base import (
@@ -174,7 +175,7 @@ class ChoiceSpec(BaseModel):
             return dict(self.variants)
         found: dict[str, str] = {}
         for line in Path(self.recorded).read_text(encoding="utf-8").splitlines():
-            row = json.loads(line) if line.strip() else None
+            row = load_json(line) if line.strip() else None
             if row and row.get("task_id") == self.task_id:
                 found.setdefault(str(row.get("note")), row["completion"])
         missing = sorted(set(self.variants.values()) - set(found))

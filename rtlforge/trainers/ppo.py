@@ -26,7 +26,6 @@ module at start-up.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rtlforge.core.interfaces import Trainer
+from rtlforge.core.untrusted import load_json
 from rtlforge.trainers.base import (
     LoraSpec,
     ProgressCallback,
@@ -264,7 +264,7 @@ def load_rows(config: PPOConfig) -> list[dict[str, Any]]:
     if config.dataset:
         try:
             with open(config.dataset, encoding="utf-8") as fh:
-                rows += [json.loads(line) for line in fh if line.strip()]
+                rows += [load_json(line) for line in fh if line.strip()]
         except (OSError, ValueError) as exc:
             raise TrainerConfigError(f"cannot read dataset {config.dataset}: {exc}") from exc
     if not rows:

@@ -33,6 +33,7 @@ from pydantic import Field
 from rtlforge.core.errors import ExtractionError, RtlforgeError
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
+from rtlforge.core.untrusted import load_json
 from rtlforge.trainers.base import (
     StrictModel,
     TrainerConfig,
@@ -153,7 +154,7 @@ def _jsonl_texts(path: Path) -> Iterator[str]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except ValueError as exc:
             raise TrainerInfraError(f"{path}:{lineno}: invalid JSON: {exc}") from None
         text = record.get("text") if isinstance(record, dict) else None
@@ -193,7 +194,7 @@ def load_pairs(data: PairsData) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except ValueError as exc:
             raise TrainerInfraError(f"{path}:{lineno}: invalid JSON: {exc}") from None
         values = [record.get(k) if isinstance(record, dict) else None
@@ -264,7 +265,7 @@ def _from_eval(src: EvalSource, tasks: dict[str, Task]) -> Iterator[tuple[str, s
     for lineno, line in enumerate(results.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
-        rec = json.loads(line)
+        rec = load_json(line)
         index, task_id = rec.get("index"), rec.get("task_id")
         if not isinstance(index, int) or not 0 <= index < len(samples):
             raise TrainerInfraError(f"{results}:{lineno}: index {index!r} is not a line of "
@@ -296,7 +297,7 @@ def _from_refine(run_dir: Path) -> Iterator[tuple[str, str | None, str]]:
         raise TrainerInfraError(f"refine run {run_dir} has no results.jsonl")
     for raw in results.read_bytes().splitlines():
         try:  # torn by a killed run (also inside a UTF-8 sequence), blank or absurdly nested
-            rec = json.loads(raw.decode("utf-8"))
+            rec = load_json(raw.decode("utf-8"))
         except (ValueError, RecursionError):
             continue  # refine redoes that task
         if not isinstance(rec, dict):

@@ -92,6 +92,10 @@ BRANCH: dict[str, str] = {
     "rtlforge.agents.run:UnsafeRunDirError": CONFIG,  # a run dir with links or foreign files
     "rtlforge.behave.sim.task:BehaveTaskError": CONFIG,  # a bad behave.toml
     "rtlforge.behave.sim.golden:GoldenUnavailable": CONFIG,  # the task's golden cannot load
+    "rtlforge.core.errors:UnboundedRegexError": CONFIG,  # a task's regex RE2 cannot run
+    "rtlforge.core.untrusted:UntrustedTextError": CONFIG,  # input over a size/depth bound
+    "rtlforge.core.untrusted:JSONLimitError": CONFIG,
+    "rtlforge.core.untrusted:TOMLLimitError": CONFIG,
 }
 #: Abstract bases: on no branch themselves (their subclasses are).
 BASES = {"rtlforge.core.errors:InfraError", "rtlforge.core.errors:DesignError",
@@ -108,6 +112,10 @@ KEPT_BASES: dict[str, type[BaseException]] = {
     "rtlforge.behave.sim.golden:TaskModelError": ValueError,
     "rtlforge.agents.run:UnsafeRunDirError": ValueError,
     "rtlforge.agents.decompose.plan:DecompositionError": ValueError,
+    "rtlforge.core.errors:UnboundedRegexError": ValueError,
+    "rtlforge.core.untrusted:UntrustedTextError": ValueError,
+    "rtlforge.core.untrusted:JSONLimitError": importlib.import_module("json").JSONDecodeError,
+    "rtlforge.core.untrusted:TOMLLimitError": importlib.import_module("tomllib").TOMLDecodeError,
     "rtlforge.generation.local:ExtraMissingError": ToolMissingError,
     "rtlforge.generation.local:ModelLoadError":
         importlib.import_module("rtlforge.generation.base").GenerationError,

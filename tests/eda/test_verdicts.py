@@ -197,12 +197,45 @@ def test_benign_sorry_does_not_block_a_pass() -> None:
     assert judge(out, AUTO, nonce=NONCE).verdict is Verdict.PASS
 
 
-def test_sorry_lines_are_an_error() -> None:
-    out = "design.v:3: sorry: Streaming concatenation not supported.\n" + tb("STATUS: PASS")
-    result = judge(out, AUTO, nonce=NONCE, files={"design.v": "a\nb\nc\n"})
-    assert result.verdict is Verdict.ERROR
-    assert result.feedback[0].category == "unsupported" and result.feedback[0].line == 3
-    assert result.feedback[0].context is not None
+#: What a design can print that looks like a tool's own words (issue 22, item 5): each on its
+#: own line, and glued to the testbench's next print by a $write without a newline.
+TOOL_LOOKALIKES = (
+    "design.v:3: sorry: Streaming concatenation not supported.",
+    "sorry: break statements not supported.",
+    "design.v:2: error: Unable to bind wire/reg/memory `x' in `tb.dut'",
+    "%Error: design.v:3:5: Unsupported: something",
+    "%Error: Verilog $stop",
+    "Segmentation fault (core dumped)",
+    "FATAL: tb.v:12: simulation stopped",
+    "tb.v:40: $finish called at 500 (1s)",
+    "VCD warning: $dumpvars: unsupported",
+    "===========Your Design Passed===========",
+    "Mismatches: 0 in 50 samples",
+)
+
+
+@pytest.mark.parametrize("printed", TOOL_LOOKALIKES)
+def test_what_the_design_prints_changes_neither_verdict_nor_its_class(printed: str) -> None:
+    """Was: a ``sorry:`` line anywhere in the output made the verdict ``error`` (and cached),
+    so a wrong design could turn its ``fail`` into ``error``. Only the testbench's marked text
+    is read; the tool's own channels decide ``error`` (tested with the validators)."""
+    failing, passing = tb("Mismatches: 3 in 50 samples"), tb("Mismatches: 0 in 50 samples")
+    for design_text in (f"{printed}\n", printed, f"\n{printed}"):
+        assert judge(design_text + failing, AUTO, nonce=NONCE).verdict is Verdict.FAIL
+        assert judge(failing + design_text, AUTO, nonce=NONCE).verdict is Verdict.FAIL
+        assert judge(design_text + passing, AUTO, nonce=NONCE).verdict is Verdict.PASS
+        assert judge(passing + design_text, AUTO, nonce=NONCE).verdict is Verdict.PASS
+
+
+def test_tool_unsupported_reads_sorry_lines_of_the_tools_own_text() -> None:
+    from rtlforge.eda.stages import tool_unsupported
+
+    text = "design.v:3: sorry: Streaming concatenation not supported.\n"
+    found = tool_unsupported(text, stage="simulate", files={"design.v": "a\nb\nc\n"})
+    assert [f.category for f in found] == ["unsupported"] and found[0].line == 3
+    assert found[0].context is not None
+    benign = "design.v:4: vvp.tgt sorry: Case unique/unique0 qualities are ignored.\n"
+    assert tool_unsupported(benign, stage="simulate", files={}) == []
 
 
 def test_regex_rule() -> None:
@@ -253,11 +286,11 @@ def simulate(files: dict[str, str], testbench: str, nonce: str | None,
                    role="testbench", readable=names)
         compiled = runner.run(["iverilog", "-g2012", "-o", "sim.vvp", "testbench.v",
                                *files], run_dir, timeout=60)
-        if compiled.returncode != 0:
-            items = parse_iverilog(compiled.output, stage="compile", files=all_files)
+        items = parse_iverilog(compiled.output, stage="compile", files=all_files)
+        if compiled.returncode != 0 or any(f.severity == "error" for f in items):
             return Judgement(Verdict.ERROR, "compile failed", tuple(items))
         sim = runner.run(["vvp", "-n", "sim.vvp"], run_dir, timeout=60)
-    return judge(compiled.output + sim.output, AUTO, nonce=nonce, files=all_files)
+    return judge(sim.output, AUTO, nonce=nonce, files=all_files)
 
 
 ADDER_TB = """\

@@ -255,6 +255,16 @@ def _contained(sc: Scene, path: str, verdict: Verdict | None, reported: str) -> 
         f"{reported[:600]}"
 
 
+def _expected_class(sc: Scene, path: str, verdict: Verdict | None, reported: str, *,
+                    refused: bool) -> None:
+    """``expect_verdict``: the verdict a simulation must give (a wrong design that prints a
+    tool's words is still ``fail``, not ``error``); a case the gate refuses is not simulated."""
+    want = sc.meta.get("expect_verdict")
+    if want is not None and path in SIMULATED and not refused:
+        assert verdict is not None and verdict.value == want, \
+            f"{sc.name} via {path}: {verdict} instead of {want}: {reported[:600]}"
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_case_is_refused_or_contained_with_the_gate(name: str, gated: SandboxRunner,
                                                     tmp_path: Path) -> None:
@@ -271,6 +281,7 @@ def test_case_is_refused_or_contained_with_the_gate(name: str, gated: SandboxRun
         _contained(sc, path, verdict, reported)
         if sc.meta["goal"] == "forge_pass" and path in SIMULATED:
             assert verdict is not Verdict.PASS, f"{name} via {path}: a wrong design passed"
+        _expected_class(sc, path, verdict, reported, refused=outcome.refused)
         if sc.meta["goal"] == "crash" and verdict is not None:  # typed, whatever it is
             assert verdict in (Verdict.ERROR, Verdict.FAIL, Verdict.TIMEOUT, Verdict.PASS), \
                 (name, reported)
@@ -285,6 +296,7 @@ def test_case_is_contained_by_the_jail_alone(name: str, ungated: SandboxRunner,
         outcome = _run(sc, ungated, path)
         verdict, reported = outcome.verdict, outcome.reported
         _contained(sc, path, verdict, reported)
+        _expected_class(sc, path, verdict, reported, refused=outcome.refused)
         if verdict is Verdict.PASS and sc.meta["goal"] == "forge_pass" and path in SIMULATED:
             forged.append(path)
     # Exactly the listed cases get past the jail with a forged pass: the list in the docs is

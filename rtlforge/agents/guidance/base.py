@@ -24,9 +24,11 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rtlforge.core.errors import UnboundedRegexError
 from rtlforge.core.hookspecs import PluginKind
 from rtlforge.core.interfaces import Plugin
 from rtlforge.core.models import Task
+from rtlforge.core.untrusted import BoundedRegex, compile_regex, load_toml
 
 __all__ = [
     "DETECTOR_KIND",
@@ -100,6 +102,16 @@ DETECTOR_KIND = PluginKind("guidance_detector", GuidanceDetector, "register_guid
 # ------------------------------------------------------------------------------ rules as data
 
 
+def _bounded(pattern: str) -> BoundedRegex:
+    """A rule's pattern in RE2, case-insensitive: rule files may come from users and run on
+    every task's spec, so matching must stay linear in the spec whatever the pattern
+    (:class:`~rtlforge.core.errors.UnboundedRegexError`, a ValueError, when RE2 refuses it)."""
+    try:
+        return compile_regex(pattern, ignore_case=True)
+    except UnboundedRegexError as exc:
+        raise UnboundedRegexError(f"bad regex in a detector rule: {exc}") from exc
+
+
 class Clause(_Frozen):
     """Holds when any ``spec`` regex is found in the spec or any ``ports`` regex matches a
     port name in full (both case-insensitive)."""
@@ -112,10 +124,7 @@ class Clause(_Frozen):
         if not self.spec and not self.ports:
             raise ValueError("a clause needs at least one 'spec' or 'ports' pattern")
         for pattern in (*self.spec, *self.ports):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+            _bounded(pattern)
         return self
 
 
@@ -139,6 +148,8 @@ class DetectorRule(_Frozen):
 
     @model_validator(mode="after")
     def _conjunctions_conjoin(self) -> DetectorRule:
+        for pattern in self.none:
+            _bounded(pattern)
         if self.kind == "conjunction" and len(self.all) < 2:
             raise ValueError(f"detector {self.id!r}: a conjunction needs two or more clauses")
         return self
@@ -151,10 +162,9 @@ class RuleDetector(GuidanceDetector):
     rule: ClassVar[DetectorRule]
 
     def __init__(self) -> None:
-        flags = re.IGNORECASE
-        self._clauses = [([re.compile(p, flags) for p in c.spec],
-                          [re.compile(p, flags) for p in c.ports]) for c in self.rule.all]
-        self._vetoes = [re.compile(p, flags) for p in self.rule.none]
+        self._clauses = [([_bounded(p) for p in c.spec], [_bounded(p) for p in c.ports])
+                         for c in self.rule.all]
+        self._vetoes = [_bounded(p) for p in self.rule.none]
 
     @classmethod
     def for_rule(cls, rule: DetectorRule) -> type[RuleDetector]:
@@ -179,8 +189,8 @@ class RuleDetector(GuidanceDetector):
                         advice=self.rule.guidance.strip(), evidence=tuple(evidence))
 
 
-def _first_match(text: str, spec_patterns: Sequence[re.Pattern[str]], ports: Sequence[str],
-                 port_patterns: Sequence[re.Pattern[str]]) -> str | None:
+def _first_match(text: str, spec_patterns: Sequence[BoundedRegex], ports: Sequence[str],
+                 port_patterns: Sequence[BoundedRegex]) -> str | None:
     for pattern in spec_patterns:
         match = pattern.search(text)
         if match:
@@ -194,7 +204,7 @@ def _first_match(text: str, spec_patterns: Sequence[re.Pattern[str]], ports: Seq
 
 def _rules_from_toml(text: str, label: str) -> list[DetectorRule]:
     try:
-        data = tomllib.loads(text)
+        data = load_toml(text, what=label)
         return [DetectorRule.model_validate(item) for item in data.get("detector", [])]
     except (tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError) as exc:
         raise ValueError(f"{label}: not a valid detectors file: {exc}") from exc

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rtlforge.agents.guidance.base import GuidanceDetector, builtin_detectors, strip_guidance
 from rtlforge.agents.guidance.registry import CONFIGS, DEFAULT_CONFIG
 from rtlforge.core.models import Task
+from rtlforge.core.untrusted import load_json
 
 __all__ = ["FEATURES", "SIZES", "GatePick", "GateRecord", "GuidanceGate", "spec_features"]
 
@@ -249,7 +250,7 @@ class GuidanceGate:
     @classmethod
     def load(cls, path: str | Path) -> GuidanceGate:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = load_json(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(f"{path}: not a guidance gate file: {exc}") from exc
         if not isinstance(data, dict) or data.get("format") != _FORMAT:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rtlforge.core.hookspecs import PluginKind
 from rtlforge.core.interfaces import Plugin
 from rtlforge.core.models import Task
+from rtlforge.core.untrusted import load_toml
 from rtlforge.eda.modules import scan_modules
 
 __all__ = [
@@ -193,7 +194,7 @@ RETRIEVER_KIND = PluginKind("retriever", Retriever, "register_retrievers",
 
 def _entries_from_toml(text: str, label: str) -> list[KnowledgeEntry]:
     try:
-        data = tomllib.loads(text)
+        data = load_toml(text)
         return [KnowledgeEntry.model_validate(item) for item in data.get("entry", [])]
     except (tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError) as exc:
         raise ValueError(f"{label}: not a valid knowledge file: {exc}") from exc

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rtlforge.core.interfaces import GenerationRequest, SamplingParams
+from rtlforge.core.untrusted import load_json
 
 __all__ = [
     "ANSWER_FORMATS",
@@ -244,7 +245,7 @@ def _one_block(stage: Stage, text: str, languages: tuple[str, ...], what: str,
 def _json_answer(stage: Stage, text: str, model: type[BaseModel]) -> Any:
     body = _one_block(stage, text, ("json",), "JSON", bare_ok=True)
     try:
-        raw = json.loads(body)
+        raw = load_json(body)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise AnswerRejected(stage, "bad_json", f"not valid JSON: {exc}") from None
     try:

@@ -57,6 +57,7 @@ from rtlforge.behave.acquire.roles import (
 from rtlforge.behave.acquire.sources import Exclusion, LibraryLoad, Source, normalised_hash
 from rtlforge.behave.acquire.taskpool import Provenance, TaskPool
 from rtlforge.core.errors import ConfigError, RtlforgeError
+from rtlforge.core.untrusted import load_toml
 
 __all__ = ["AcquisitionRecord", "AttemptRecord", "RolloutRecord", "RoundConfig",
            "RoundResult", "interface_document", "read_rollout_log", "run_round"]
@@ -330,7 +331,7 @@ class _Round:
         from rtlforge.behave.sim.task import BehaveTaskError, parse_behave_task
 
         try:
-            raw = tomllib.loads(answer.task_toml)
+            raw = load_toml(answer.task_toml)
         except (tomllib.TOMLDecodeError, RecursionError) as exc:
             raise AnswerRejected("builder", "bad_task", f"task declaration: {exc}") from None
         fixed = sorted(set(raw) & set(_FIXED_KEYS))

@@ -37,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rtlforge.core.errors import ConfigError
+from rtlforge.core.untrusted import load_toml
 
 __all__ = [
     "EVALUATION_SET_NAMES",
@@ -296,7 +297,7 @@ def _excluded(directory: Path, source_id: str | None, reason: ExclusionReason, m
 def _load_one(directory: Path) -> Source | Exclusion:
     meta_path = directory / META_FILE
     try:
-        raw = tomllib.loads(meta_path.read_text(encoding="utf-8"))
+        raw = load_toml(meta_path.read_text(encoding="utf-8"))
         meta = SourceMeta.model_validate(raw)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         return _excluded(directory, None, "invalid_metadata", f"{META_FILE}: {exc}")

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rtlforge.behave.acquire.schedule import TaskSchedule
 from rtlforge.core.errors import ConfigError
+from rtlforge.core.untrusted import load_json
 
 __all__ = ["PoolState", "Provenance", "TaskPool"]
 
@@ -160,7 +161,7 @@ class TaskPool:
         notes = []
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                row = json.loads(line)
+                row = load_json(line)
             except json.JSONDecodeError:
                 continue  # a line cut by a kill: the note is lost, the pool is not
             if isinstance(row, dict) and isinstance(row.get("note"), str):

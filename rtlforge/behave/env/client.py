@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rtlforge.behave.env.messages import AgentReply, Message, ToolCall
+from rtlforge.core.untrusted import load_json
 from rtlforge.generation.base import (
     CancelToken,
     GenerationConnectionError,
@@ -135,7 +136,7 @@ class OpenAIToolAgent:
 
     def _parse(self, raw: bytes) -> AgentReply:
         try:
-            obj = json.loads(raw)
+            obj = load_json(raw)
         except (ValueError, RecursionError):
             raise MalformedResponseError(f"{self._host} returned invalid JSON") from None
         if not isinstance(obj, dict):

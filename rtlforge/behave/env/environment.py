@@ -23,7 +23,6 @@ server down) ends the episode unjudged and ``unresolved``, never failed.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,6 +58,7 @@ from rtlforge.behave.sim.stimulus import StimulusConfig
 from rtlforge.behave.sim.task import BehaveTask
 from rtlforge.core.errors import RtlforgeError, SecurityViolation, is_infra
 from rtlforge.core.models import Candidate, Feedback, SourceFile, Task, ValidationReport
+from rtlforge.core.untrusted import load_json
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
@@ -324,7 +324,7 @@ class AgentEnv:
             return ToolResult.failure("too_large", f"the arguments are {len(call.arguments)} "
                                       f"characters; the limit is {self.config.max_argument_chars}")
         try:
-            raw = json.loads(call.arguments) if call.arguments.strip() else {}
+            raw = load_json(call.arguments) if call.arguments.strip() else {}
         except (ValueError, RecursionError) as exc:
             return ToolResult.failure("invalid_json", f"the arguments are not valid JSON: "
                                       f"{str(exc)[:200]}")

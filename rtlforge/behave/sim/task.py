@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rtlforge.behave.sim.protocols import Protocol, allowed_pins, required_pins
 from rtlforge.behave.types import ArrayType, ScalarType, ValueType, bit_width, to_bits
 from rtlforge.core.errors import TaskFormatError
+from rtlforge.core.untrusted import load_toml
 from rtlforge.eda.modules import VERILOG_KEYWORDS
 
 __all__ = [
@@ -599,7 +600,7 @@ def parse_behave_task(text: str, *, file: str = TASK_FILE,
                       directory: Path | None = None) -> BehaveTask:
     """A task from its TOML text; ``directory`` resolves the spec and golden files."""
     try:
-        raw = tomllib.loads(text)
+        raw = load_toml(text)
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"line (\d+)", str(exc))
         raise BehaveTaskError(f"not valid TOML: {exc}", file=file,

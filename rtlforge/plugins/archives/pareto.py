@@ -22,6 +22,7 @@ import numpy as np
 
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Archive, ArchiveEntry
+from rtlforge.core.untrusted import load_json
 from rtlforge.pareto.hypervolume import non_dominated
 
 _SCHEMA = """
@@ -125,12 +126,12 @@ class MemoryArchive(Archive):
     def get_meta(self, key: str) -> Any:
         with self._lock:
             text = self._stored_meta().get(key)
-        return json.loads(text) if text is not None else None
+        return load_json(text) if text is not None else None
 
     def meta(self, prefix: str = "") -> dict[str, Any]:
         with self._lock:
             stored = self._stored_meta()
-        return {k: json.loads(v) for k, v in sorted(stored.items()) if k.startswith(prefix)}
+        return {k: load_json(v) for k, v in sorted(stored.items()) if k.startswith(prefix)}
 
     def __len__(self) -> int:
         with self._lock:
@@ -213,14 +214,14 @@ class SQLiteArchive(Archive):
     def get_meta(self, key: str) -> Any:
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row is not None else None
+        return load_json(row[0]) if row is not None else None
 
     def meta(self, prefix: str = "") -> dict[str, Any]:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key",
                 (len(prefix), prefix)).fetchall()
-        return {k: json.loads(v) for k, v in rows}
+        return {k: load_json(v) for k, v in rows}
 
     def __len__(self) -> int:
         with self._lock:

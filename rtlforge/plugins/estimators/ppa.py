@@ -48,6 +48,7 @@ from rtlforge.core.errors import (
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import PPAEstimator, PPAResult
 from rtlforge.core.models import Candidate, SourceFile, ToolInfo, ToolSpec
+from rtlforge.core.untrusted import load_json
 from rtlforge.eda.liberty import (
     GENERIC_LIBERTY,
     SKY130_DONT_USE,
@@ -449,7 +450,7 @@ class _YosysWorker:
                     if need > 64 * self.runner.limits.output_bytes:
                         self.stop()
                         raise PPAError("the yosys worker's reply is too large", stage="synth")
-        reply = json.loads(bytes(buf[4:need]))
+        reply = load_json(bytes(buf[4:need]))
         if not isinstance(reply, dict):
             self.stop()
             raise _WorkerDied(f"unexpected reply {reply!r}")
@@ -500,7 +501,7 @@ def _json_stats(text: str | None, top: str) -> tuple[dict[str, int], float | Non
     the design keeps a hierarchy, else the top module's."""
     if not text:
         return {}, None
-    data = json.loads(text)
+    data = load_json(text)
     block = data.get("design") or data.get("modules", {}).get(f"\\{top}") or {}
     counts = {str(k): int(v) for k, v in block.get("num_cells_by_type", {}).items()}
     area = block.get("area")

@@ -35,6 +35,7 @@ from rtlforge.core.interfaces import (
     SamplingParams,
 )
 from rtlforge.core.log import get_logger
+from rtlforge.core.untrusted import load_json
 from rtlforge.generation.base import (
     CancelToken,
     ConcurrencyLimiter,
@@ -453,7 +454,7 @@ class OpenAIGenerator(ScopedGenerator):
     def _error_detail(self, data: bytes) -> str:
         text = data[: 4 * _SNIPPET_CHARS].decode("utf-8", "replace")
         try:
-            obj = json.loads(data)
+            obj = load_json(data)
         except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
@@ -470,7 +471,7 @@ class OpenAIGenerator(ScopedGenerator):
 
     def _parse(self, data: bytes, n: int, latency: float) -> _Reply:
         try:
-            obj = json.loads(data)
+            obj = load_json(data)
         except (ValueError, RecursionError) as exc:
             raise MalformedResponseError(
                 f"{self._host} returned invalid JSON ({type(exc).__name__}): "

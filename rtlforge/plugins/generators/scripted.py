@@ -40,7 +40,6 @@ the step's text. State is per instance; :meth:`ScriptedGenerator.reset` rewinds 
 
 from __future__ import annotations
 
-import json
 import threading
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -52,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rtlforge.core.errors import TaskFormatError
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Generation, GenerationRequest, SamplingParams
+from rtlforge.core.untrusted import load_json, load_toml
 from rtlforge.generation.base import GenerationError, ScopedGenerator, make_generation
 
 __all__ = ["ScriptExhausted", "ScriptStep", "ScriptedGenerator", "load_script", "word_count"]
@@ -115,11 +115,11 @@ def load_script(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, A
         where = str(path)
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".toml":
-            return tuple(ScriptStep.model_validate(s) for s in tomllib.loads(text).get("step", []))
+            return tuple(ScriptStep.model_validate(s) for s in load_toml(text).get("step", []))
         if path.suffix == ".jsonl":
-            return tuple(ScriptStep.model_validate(json.loads(line))
+            return tuple(ScriptStep.model_validate(load_json(line))
                          for line in text.splitlines() if line.strip())
-        data = json.loads(text)
+        data = load_json(text)
         if isinstance(data, list):
             return tuple(ScriptStep.model_validate(item) for item in data)
         return tuple(_steps_from_mapping(data, where))

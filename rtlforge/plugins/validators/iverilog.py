@@ -168,7 +168,8 @@ class IverilogSim(Validator):
         wave = read_dump(ctx.workdir, WAVE_FILE, limit) if harness else None
         verdict, feedback = simulation_verdict(sim, ctx, stage=self.name, files=files,
                                                what="the simulation (vvp)",
-                                               dump=wave[0] if wave else None)
+                                               dump=wave[0] if wave else None,
+                                               unsupported_in_stderr=True)
         warnings = [f for f in compile_feedback if f.severity == "warning"]
         left: tuple[SourceFile, ...] = ()
         if wave is not None:
