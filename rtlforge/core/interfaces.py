@@ -136,10 +136,19 @@ class ValidationContext:
     timeout: float = 60.0
     options: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[Any, Any] = field(default_factory=dict)
+    #: The testbench's module names as the tools see them in this run (original -> per-run
+    #: name; see ``rtlforge.eda.verdicts.testbench_renames``). Anything that names a testbench
+    #: module to a tool (``-s``, ``--top-module``, a cocotb toplevel) goes through
+    #: :meth:`tool_name`; the pipeline maps the per-run names back in what the author sees.
+    testbench_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def top(self) -> str:
         return self.candidate.top or self.task.top
+
+    def tool_name(self, module: str) -> str:
+        """The name a tool knows the task's module ``module`` by in this run."""
+        return self.testbench_names.get(module, module)
 
     @property
     def design_files(self) -> list[str]:
@@ -173,6 +182,17 @@ class Validator(Plugin):
 
     def tool_names(self) -> Sequence[str]:
         """External executables this validator runs (for version pinning and cache keys)."""
+        return ()
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        """Macros this stage's tools define before they read the design (``NAME=VALUE``).
+
+        What the tool predefines (Icarus ``__ICARUS__``, Verilator ``VERILATOR``, Yosys
+        ``SYNTHESIS``, ...) plus any ``-D`` this validator passes. The security gate checks the
+        design once per distinct set of a pipeline's validators, so it judges the program each
+        tool compiles (a branch only one tool takes is checked too). Default: none, right for
+        a stage that runs no HDL tool on the design; one that does must declare its set.
+        """
         return ()
 
     def cache_key(self) -> dict[str, Any]:
@@ -338,6 +358,11 @@ class PPAEstimator(Plugin):
             except Exception as exc:  # noqa: BLE001 - returned to the caller, typed
                 out.append(exc)
         return out
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        """Macros the estimator's synthesis tool defines before it reads the design (see
+        :meth:`Validator.predefined_macros`); default none."""
+        return ()
 
     def close(self) -> None:
         """Stop helper processes the estimator keeps (a persistent STA shell). Idempotent."""

@@ -220,19 +220,20 @@ def simulation_verdict(
 
 
 def infer_testbench_top(ctx: ValidationContext) -> str | None:
-    """The testbench module nobody instantiates, or None when that is ambiguous.
+    """The testbench module nobody instantiates, or None when that is ambiguous, by the name
+    the tools know it by in this run (:meth:`ValidationContext.tool_name`).
 
     Only the testbench files are parsed, so design modules (and any stray test module a model
     added to its design) never compete; each text's parse is cached, so every candidate of a
     task shares it.
     """
     if ctx.task.testbench_top:
-        return ctx.task.testbench_top
+        return ctx.tool_name(ctx.task.testbench_top)
     tops = top_modules([f.content for f in ctx.task.testbench
                         if f.name.lower().endswith(COMPILED_SUFFIXES)])
     if len(tops) > 1:
         tops = [t for t in tops if _TB_NAME.search(t)]
-    return tops[0] if len(tops) == 1 else None
+    return ctx.tool_name(tops[0]) if len(tops) == 1 else None
 
 
 def icarus_compile_verdict(

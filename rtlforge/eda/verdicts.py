@@ -278,3 +278,102 @@ def judge(output: str, rule: PassRule, *, nonce: str | None, stage: str = "simul
         return Judgement(Verdict.PASS, "the testbench reported a pass")
     return _fail("the testbench printed no recognisable verdict", lines[-MAX_REPORTED_LINES:],
                  stage, files, "no_verdict")
+
+
+# ---------------------------------------------------------------- testbench names
+
+#: What the renaming tokenizer tells apart: skipped whole (comments, strings, numbers, system
+#: names, based literals) or a name (plain or escaped) or a single character.
+_NAME_TOKENS = re.compile(
+    r"""(?P<skip>//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'[sS]?[bBoOdDhH]?\s*[0-9a-fA-FxXzZ?_]+
+          |\d[\w$]*|\$[A-Za-z0-9_$]*)
+      | \\(?P<escaped>\S+)
+      | (?P<name>[A-Za-z_][A-Za-z0-9_$]*)
+      | (?P<other>[^\s])""",
+    re.DOTALL | re.VERBOSE,
+)
+#: Keywords that declare a global name a design could reach (``tb.errors``, ``bind tb``,
+#: ``pkg::x``, ``$root.tb``).
+_DECLARES_GLOBAL = frozenset({"module", "macromodule", "interface", "program", "package",
+                              "class", "primitive"})
+
+
+@dataclass(frozen=True)
+class _NameUse:
+    name: str
+    start: int
+    end: int
+    escaped: bool
+
+
+@functools.lru_cache(maxsize=256)
+def _testbench_names(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[_NameUse, ...]]:
+    """Names ``text`` declares globally (every ``ifdef`` branch), names it uses after a ``.``
+    other than ``$root.`` (a port, member or instance of something else), and every name use."""
+    declared: list[str] = []
+    dotted: set[str] = set()
+    uses: list[_NameUse] = []
+    prev: list[str] = ["", "", ""]  # the last three significant tokens
+    for m in _NAME_TOKENS.finditer(text):
+        kind = m.lastgroup
+        if kind == "skip":
+            tok = m.group()
+            if tok.startswith(("//", "/*")):
+                continue
+        elif kind in ("name", "escaped"):
+            tok = m.group(kind)
+            uses.append(_NameUse(tok, m.start(), m.end(), kind == "escaped"))
+            if prev[-1] == "." and prev[-2] != "$root":
+                dotted.add(tok)
+            if (prev[-1] in _DECLARES_GLOBAL and prev[-2] != "virtual") or (
+                    prev[-1] in ("automatic", "static") and prev[-2] in _DECLARES_GLOBAL):
+                declared.append(tok)
+        else:
+            tok = m.group()
+        prev = [prev[-2], prev[-1], tok]
+    return tuple(dict.fromkeys(declared)), tuple(sorted(dotted)), tuple(uses)
+
+
+def testbench_renames(texts: Sequence[str], tag: str, *, keep: Collection[str] = ()
+                      ) -> dict[str, str]:
+    """Per-run names for the modules, packages, interfaces and classes the testbench declares.
+
+    A design is written before the run, so a name carrying ``tag`` (fresh per run) is one it
+    cannot spell: ``force tb.errors``, ``$root.tb``, ``bind tb`` or ``tb.report()`` then name
+    nothing in any tool. Not renamed: names in ``keep`` (the design's top, the task's support
+    modules: both sides use them) and names the testbench also writes after a ``.`` (a port or
+    member that happens to share the name, which a textual rename would break). Instance names
+    are not renamed either: cocotb tests, dumps and hierarchical references of the testbench
+    address them; the gate's containment check covers a design that names them.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_]+", tag):
+        raise ValueError("a name tag is letters, digits and underscores")
+    declared: dict[str, None] = {}
+    dotted: set[str] = set()
+    for text in texts:
+        names, after_dot, _ = _testbench_names(text)
+        declared.update(dict.fromkeys(names))
+        dotted.update(after_dot)
+    return {n: f"{n}__rtlf{tag}" for n in declared if n not in dotted and n not in keep}
+
+
+def rename_testbench(source: str, renames: Mapping[str, str]) -> str:
+    """``source`` with every use of a renamed name replaced (comments and strings untouched)."""
+    if not renames:
+        return source
+    out: list[str] = []
+    pos = 0
+    for use in _testbench_names(source)[2]:
+        new = renames.get(use.name)
+        if new is None:
+            continue
+        out.append(source[pos:use.start])
+        out.append(f"\\{new}" if use.escaped else new)
+        pos = use.end
+    out.append(source[pos:])
+    return "".join(out)
+
+
+def name_suffix(tag: str) -> str:
+    """What :func:`testbench_renames` appends to a name: removed from what the author sees."""
+    return f"__rtlf{tag}"

@@ -23,7 +23,8 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
         if request["op"] == "check":
             check_sources(files("files"), role=request["role"], available=request["available"])
         elif request["op"] == "contain":
-            check_contained(files("design"), files("testbench"), files("support"))
+            check_contained(files("design"), files("testbench"), files("support"),
+                            predefines=[tuple(v) for v in request.get("predefines", [[]])])
         else:
             return {"error": f"unknown request {request['op']!r}"}
     except SecurityViolation as exc:

@@ -148,11 +148,18 @@ class Gate:
                    "files": [[f.name, f.content] for f in files]})
 
     def contained(self, design: Sequence[SourceFile], testbench: Sequence[SourceFile],
-                  support: Sequence[SourceFile] = ()) -> None:
-        """Raise :class:`SecurityViolation` if the design names anything of the testbench's."""
+                  support: Sequence[SourceFile] = (),
+                  predefines: Collection[Sequence[str]] = ((),)) -> None:
+        """Raise :class:`SecurityViolation` if the design names anything of the testbench's.
+
+        ``predefines``: one macro set per tool that will compile the design (``NAME`` or
+        ``NAME=VALUE``); the check judges the program each of them preprocesses.
+        """
+        views = sorted({tuple(p) for p in predefines}) or [()]
         self._ask({"op": "contain", "design": [[f.name, f.content] for f in design],
                    "testbench": [[f.name, f.content] for f in testbench],
-                   "support": [[f.name, f.content] for f in support]})
+                   "support": [[f.name, f.content] for f in support],
+                   "predefines": [list(v) for v in views]})
 
     def close(self) -> None:
         with self._lock:

@@ -43,7 +43,7 @@ from pyslang import parsing, syntax
 from rtlforge.core.errors import SecurityViolation
 from rtlforge.core.models import SourceFile
 
-__all__ = ["check_contained", "check_sources"]
+__all__ = ["check_contained", "check_sources", "needs_variants"]
 
 TK = parsing.TokenKind
 
@@ -806,33 +806,98 @@ def _check_preprocessed(files: Sequence[SourceFile], allowed: frozenset[str],
 _UNRESOLVED = ("Undeclared", "Unknown", "CouldNotResolve")
 
 
+#: Conditional directives: a design without them compiles alike under every tool's macros.
+_CONDITIONALS = ("`ifdef", "`ifndef", "`elsif")
+#: Directives a task file's macro skeleton keeps (see :func:`_macro_skeleton`).
+_SKELETON = frozenset({"define", "undef", "undefineall", "ifdef", "ifndef", "elsif", "else",
+                       "endif"})
+
+
+def _options(predefines: Sequence[str]) -> pyslang.Bag:
+    """Preprocessor options for one tool's view: its predefined macros, and never a file."""
+    options = parsing.PreprocessorOptions()
+    options.maxIncludeDepth = 0
+    options.predefines = list(predefines)
+    bag = pyslang.Bag()
+    bag.preprocessorOptions = options
+    return bag
+
+
+def _macro_skeleton(texts: Sequence[str]) -> str:
+    """Only the macro directives of the task's files, in order, with their conditionals.
+
+    The tools read the task's files before the design as one compilation unit, so a macro the
+    testbench defines (or leaves undefined) selects the design's branches too. Keeping the
+    directives and nothing else (same line count per directive) lets the design be elaborated
+    alone while its preprocessor sees what the tool's will.
+    """
+    out: list[str] = []
+    for text in texts:
+        for tok in _lex(text):
+            if tok.kind != TK.Directive or tok.text[1:] not in _SKELETON:
+                continue
+            stop = tok.offset
+            while True:  # to the end of the line, backslash continuations included
+                nl = text.find("\n", stop)
+                if nl < 0:
+                    stop = len(text)
+                    break
+                if text[nl - 1:nl] == "\\":
+                    stop = nl + 1
+                    continue
+                stop = nl
+                break
+            out.append(text[tok.offset:stop])
+    return "\n".join(out) + "\n"
+
+
+def needs_variants(design: Sequence[SourceFile]) -> bool:
+    """Whether the design could compile differently under different predefined macros.
+
+    Without a conditional directive, macros change no branch; a predefined macro used as a
+    value (`` `VERILATOR ``) carries a constant, never a name. So one check serves every tool.
+    """
+    return any(d in f.content for f in design for d in _CONDITIONALS)
+
+
 @functools.lru_cache(maxsize=64)
-def _task_names(texts: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+def _task_names(texts: tuple[str, ...], predefines: tuple[str, ...] = (),
+                ) -> tuple[frozenset[str], frozenset[str]]:
     """Every identifier the task's files mention (a superset of what they declare), and the
-    modules, packages, interfaces and classes they declare."""
+    modules, packages, interfaces and classes they declare under ``predefines``."""
     mentioned = frozenset(t.text for text in texts for t in _lex(text)
                           if t.kind == TK.Identifier)
-    declared = frozenset(name for text in texts
-                         for name, _ in _module_names(syntax.SyntaxTree.fromText(text)))
-    return mentioned, declared
+    declared: set[str] = set()
+    for text in texts:
+        sm = pyslang.SourceManager()
+        buf = sm.assignText(_VIRTUAL_DIR + "task.v", text)
+        declared.update(name for name, _ in _module_names(
+            syntax.SyntaxTree.fromBuffer(buf, sm, _options(predefines))))
+    return mentioned, frozenset(declared)
 
 
 def _module_names(tree: syntax.SyntaxTree) -> list[tuple[str, int]]:
-    names: list[tuple[str, int]] = []
+    return [(name, loc.offset) for name, loc in _module_decls(tree)]
+
+
+def _module_decls(tree: syntax.SyntaxTree) -> list[tuple[str, pyslang.SourceLocation]]:
+    """Modules, packages, interfaces and classes ``tree`` declares, with where."""
+    names: list[tuple[str, pyslang.SourceLocation]] = []
 
     def visit(node: object) -> None:
         header = getattr(node, "header", None)
         name = getattr(header, "name", None)
         if isinstance(name, parsing.Token) and type(node).__name__ in (
                 "ModuleDeclarationSyntax", "ClassDeclarationSyntax"):  # modules, packages, ...
-            names.append((name.valueText, name.location.offset))
+            names.append((name.valueText, name.location))
 
     tree.root.visit(visit)
     return names
 
 
 def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile],
-                    support: Sequence[SourceFile] = ()) -> None:
+                    support: Sequence[SourceFile] = (),
+                    predefines: Sequence[Sequence[str]] = ((),)) -> None:
     """Raise :class:`SecurityViolation` when the design names something of the task's.
 
     The design is elaborated on its own (slang, from memory; its includes resolve to the task's
@@ -844,31 +909,52 @@ def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile
     ``module tb`` would be the one some tool elaborates). Undeclared names the task does not
     mention are left to lint, as the bugs they are. The task's ``support`` modules belong to
     the design's world: a design may instantiate what the task provides for it.
+
+    ``predefines`` holds one macro set per tool view (``NAME`` or ``NAME=VALUE``, as the tool
+    predefines them or a validator passes them with ``-D``): the check runs once per view, with
+    the task's own macro directives before the design, as the tool preprocesses it. A design
+    without a conditional directive is checked once (:func:`needs_variants`).
     """
     if not design:
         return
-    task_names, task_modules = _task_names(tuple(f.content for f in testbench))
+    views = [tuple(p) for p in predefines] or [()]
+    if not needs_variants(design):
+        views = views[:1]
+    for view in dict.fromkeys(views):
+        _check_contained_under(design, testbench, support, view)
+
+
+def _check_contained_under(design: Sequence[SourceFile], testbench: Sequence[SourceFile],
+                           support: Sequence[SourceFile], predefines: tuple[str, ...]) -> None:
+    task_names, task_modules = _task_names(tuple(f.content for f in testbench), predefines)
+    hdl_support = [f for f in support if f.name.lower().endswith((".v", ".sv"))]
     sm = pyslang.SourceManager()
-    task_buffers = {f.name: sm.assignText(_VIRTUAL_DIR + f.name, f.content)
-                    for f in (*testbench, *support)}
+    task_buffers = {f.name: sm.assignText(_VIRTUAL_DIR + f.name, f.content) for f in hdl_support}
     compilation = pyslang.ast.Compilation()
-    for f in support:
-        if f.name.lower().endswith((".v", ".sv")):
-            # one source manager for every tree of a compilation (slang refuses a mix)
-            compilation.addSyntaxTree(syntax.SyntaxTree.fromBuffer(
-                task_buffers[f.name], sm, pyslang.Bag()))
+    for f in hdl_support:
+        # one source manager for every tree of a compilation (slang refuses a mix)
+        compilation.addSyntaxTree(syntax.SyntaxTree.fromBuffer(
+            task_buffers[f.name], sm, _options(predefines)))
+    # The tools compile support, then testbench, then design, as one unit: the task's macros
+    # reach the design. Their directives go first, then every design file in one tree.
+    skeleton = sm.assignText(_VIRTUAL_DIR + ".rtlforge-task-macros.v", _macro_skeleton(
+        [f.content for f in (*hdl_support, *testbench)]))
     by_buffer: dict[int, SourceFile] = {}
+    buffers = [skeleton]
     for f in design:
         buf = sm.assignText(_VIRTUAL_DIR + f.name, f.content)
         by_buffer[buf.id.id] = f
-        tree = syntax.SyntaxTree.fromBuffer(buf, sm, pyslang.Bag())
-        for name, offset in _module_names(tree):
-            if name in task_modules:
-                raise _violation(_Finding(
-                    f"the design declares {name!r}, a name the task's testbench uses: a design "
-                    "may not replace or shadow testbench modules", name, f, offset,
-                    CONTAINMENT_HINT))
-        compilation.addSyntaxTree(tree)
+        buffers.append(buf)
+    tree = syntax.SyntaxTree.fromBuffers(buffers, sm, _options(predefines))
+    for name, location in _module_decls(tree):
+        loc = sm.getFullyExpandedLoc(location)
+        f = by_buffer.get(loc.buffer.id)
+        if name in task_modules and f is not None:
+            raise _violation(_Finding(
+                f"the design declares {name!r}, a name the task's testbench uses: a design "
+                "may not replace or shadow testbench modules", name, f, loc.offset,
+                CONTAINMENT_HINT))
+    compilation.addSyntaxTree(tree)
     compilation.getRoot()
     suspects = _unresolved(compilation, sm, by_buffer, task_names)
     if not suspects:
@@ -878,11 +964,11 @@ def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile
     # into the testbench.
     sm2 = pyslang.SourceManager()
     buffers = [sm2.assignText(_VIRTUAL_DIR + f.name, f.content)
-               for f in (*testbench, *support, *design)
+               for f in (*testbench, *hdl_support, *design)
                if f in design or f.name.lower().endswith((".v", ".sv"))]
     by_buffer2 = {b.id.id: f for b, f in zip(buffers[-len(design):], design, strict=True)}
     together = pyslang.ast.Compilation()
-    together.addSyntaxTree(syntax.SyntaxTree.fromBuffers(buffers, sm2, pyslang.Bag()))
+    together.addSyntaxTree(syntax.SyntaxTree.fromBuffers(buffers, sm2, _options(predefines)))
     together.getRoot()
     still = {key for key, _ in _unresolved(together, sm2, by_buffer2, task_names)}
     for key, (name, f, offset) in suspects:

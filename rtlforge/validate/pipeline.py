@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,7 +51,13 @@ from rtlforge.core.models import (
 from rtlforge.core.options import PluginSpec, validate_options
 from rtlforge.core.plugins import HostSpec
 from rtlforge.eda.feedback import make_feedback, source_context
-from rtlforge.eda.verdicts import instrument_testbench, new_nonce
+from rtlforge.eda.verdicts import (
+    instrument_testbench,
+    name_suffix,
+    new_nonce,
+    rename_testbench,
+    testbench_renames,
+)
 from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
 from rtlforge.validate.cache import MemoryCache, ResultCache, SQLiteCache
 
@@ -347,21 +354,26 @@ class Pipeline:
     def _run_stages(self, task: Task, candidate: Candidate) -> list[StageResult]:
         candidate = self._resolve_name_clashes(task, candidate)
         nonce = new_nonce()
+        # The names tag is not the marker nonce: a design may learn its own path at run time
+        # (%m), which must not tell it the marker.
+        tag = secrets.token_hex(8)
+        renames = self._testbench_renames(task, candidate, tag)
         stages: list[StageResult] = []
         try:
             with self.runner.workspace(prefix=f"rtlforge-{_slug(task.id)}-") as workdir:
-                security = self._security_stage(workdir, task, candidate, nonce)
+                security = self._security_stage(workdir, task, candidate, nonce, renames)
                 stages.append(security)
                 if security.verdict is not Verdict.PASS:
                     return stages
                 ctx = ValidationContext(
                     task=task, candidate=candidate, workdir=workdir, runner=self.runner,
                     timeout=self.timeout, options={**self.options, "nonce": nonce},
+                    testbench_names=renames,
                 )
                 for validator in self.validators:
                     if not validator.applies(task):
                         continue
-                    result = self._run_one(validator, ctx)
+                    result = _forget_names(self._run_one(validator, ctx), tag)
                     stages.append(result)
                     if result.verdict is not Verdict.PASS:
                         self._bundle(workdir, task, candidate, stages)
@@ -390,11 +402,32 @@ class Pipeline:
         )
         return candidate.model_copy(update={"files": renamed})
 
+    @staticmethod
+    def _testbench_renames(task: Task, candidate: Candidate, tag: str) -> dict[str, str]:
+        """This run's names for the testbench's modules (the design's top and the task's
+        support modules, which both sides name, keep theirs)."""
+        from rtlforge.eda.modules import declared_modules
+
+        keep = {candidate.top or task.top, task.top,
+                *(n for f in task.support for n in declared_modules(f.content))}
+        return testbench_renames([f.content for f in task.testbench if _is_hdl(f.name)], tag,
+                                 keep=keep)
+
+    def _predefines(self, task: Task) -> list[tuple[str, ...]]:
+        """The distinct macro sets of the tools this pipeline runs on ``task``."""
+        views = {tuple(v.predefined_macros()) for v in self.validators if v.applies(task)}
+        return sorted(views) or [()]
+
     def _security_stage(self, workdir: Path, task: Task, candidate: Candidate,
-                        nonce: str) -> StageResult:
+                        nonce: str, renames: Mapping[str, str] | None = None) -> StageResult:
         """Put every file into the run directory through the gate; the design may read only
         its own files and the task's support files (never the testbench, which holds the
-        nonce), and may not name anything of the testbench's."""
+        nonce), and may not name anything of the testbench's, under any tool's macros.
+
+        The testbench goes in with its module names renamed for this run (``renames``) and
+        its prints bracketed by the nonce; the gate judges the design against the original
+        testbench, so a name of the task's is refused whatever this run calls it."""
+        renames = renames or {}
         start = time.perf_counter()
         runner = self.runner
         support = [f.name for f in task.support]
@@ -405,14 +438,16 @@ class Pipeline:
             design = runner.put(workdir, candidate.files, role="design",
                                 readable=[*support, *(f.name for f in candidate.files)])
             runner.put(workdir, task.testbench, role="testbench", readable=everything,
-                       rewrite=lambda f: instrument_testbench(f.content, nonce)
+                       rewrite=lambda f: instrument_testbench(
+                           rename_testbench(f.content, renames), nonce)
                        if _is_hdl(f.name) else f.content)
             if task.cocotb_module is not None:
                 # Python that cocotb runs inside the jail; no HDL tool reads it, so the gate has
                 # nothing to judge (and the design may not read it).
                 runner.put(workdir, [task.cocotb_module], role="trusted")
             if not runner.unsafe_skip_gate:
-                runner.gate.contained(design, task.testbench, task.support)
+                runner.gate.contained(design, task.testbench, task.support,
+                                      predefines=self._predefines(task))
         except InvalidSourceError as exc:
             feedback = make_feedback("invalid_source", str(exc), stage="security", files={},
                                      file=exc.file)
@@ -466,6 +501,20 @@ class Pipeline:
         (dest / "stages.json").write_text(
             json.dumps([s.model_dump(mode="json") for s in stages], indent=2)
         )
+
+
+def _forget_names(result: StageResult, tag: str) -> StageResult:
+    """``result`` with this run's testbench names turned back into the task's own.
+
+    Tools print the names they compiled (errors, ``%m``, a dump's scopes); the author must see
+    the task's names, and never a per-run tag (it would say what the next run will not use,
+    but a log is no place for it either).
+    """
+    suffix = name_suffix(tag)
+    text = result.model_dump_json()
+    if suffix not in text:
+        return result
+    return StageResult.model_validate_json(text.replace(suffix, ""))
 
 
 def _error_category(exc: RtlforgeError) -> str:

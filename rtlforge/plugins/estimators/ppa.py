@@ -59,7 +59,7 @@ from rtlforge.eda.liberty import (
     prepare_liberty,
 )
 from rtlforge.eda.stages import clip_log, compiled_sources
-from rtlforge.eda.tools import STA, YOSYS, YOSYS_ABC
+from rtlforge.eda.tools import STA, YOSYS, YOSYS_ABC, YOSYS_MACROS
 from rtlforge.sandbox.runner import Limits, SandboxRunner, find_tool
 
 if TYPE_CHECKING:
@@ -544,6 +544,10 @@ class _YosysFlow(PPAEstimator):
         self.max_jobs = max_jobs
         self._liberty: tuple[Path, LibertyInfo] | None = None
         self._init_sessions()
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        # pyosys and the binary run the same read_verilog frontend
+        return YOSYS_MACROS
 
     def _init_sessions(self) -> None:
         self._local = threading.local()

@@ -55,7 +55,18 @@ from rtlforge.eda.stages import (
     timeout_feedback,
     tools_of,
 )
-from rtlforge.eda.tools import GXX, ICARUS, MAKE, PYTHON, VERILATOR, VVP
+from rtlforge.eda.tools import (
+    GXX,
+    ICARUS,
+    ICARUS_MACROS,
+    MAKE,
+    PYTHON,
+    VERILATOR,
+    VERILATOR_MACROS,
+    VERILATOR_TIMING_MACROS,
+    VVP,
+    command_line_defines,
+)
 from rtlforge.sandbox.runner import ToolRun
 
 _DRIVER = "rtlforge-cocotb-driver.py"
@@ -282,6 +293,15 @@ class CocotbValidator(Validator):
         # The Verilator is not necessarily PATH's: cache_key() records the resolved one.
         return ("iverilog", "vvp") if self.simulator == "icarus" else ()
 
+    def predefined_macros(self) -> tuple[str, ...]:
+        # cocotb 2's runners pass only the defines they are given (none here: COCOTB_SIM was
+        # cocotb 1's makefiles'); Verilator builds without --timing unless build_args ask.
+        if self.simulator == "icarus":
+            base = ICARUS_MACROS
+        else:
+            base = VERILATOR_TIMING_MACROS if "--timing" in self.build_args else VERILATOR_MACROS
+        return (*base, *command_line_defines(self.build_args))
+
     def cache_key(self) -> dict[str, Any]:
         try:
             version = metadata.version("cocotb")
@@ -304,7 +324,7 @@ class CocotbValidator(Validator):
             return self._result(start, Verdict.ERROR, [make_feedback(
                 "other", "the task has no cocotb test module", stage=self.name, files=files)])
         module = module_file.name.removesuffix(".py")
-        toplevel = ctx.task.testbench_top or ctx.top
+        toplevel = ctx.tool_name(ctx.task.testbench_top or ctx.top)
         problem = bad_identifier(toplevel, "cocotb toplevel", stage=self.name)
         if problem is None and not (module_file.name.endswith(".py") and module.isidentifier()):
             problem = make_feedback(

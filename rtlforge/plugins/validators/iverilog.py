@@ -42,7 +42,7 @@ from rtlforge.eda.stages import (
     tools_of,
     wave_harness,
 )
-from rtlforge.eda.tools import ICARUS, VVP
+from rtlforge.eda.tools import ICARUS, ICARUS_MACROS, VVP
 
 # ------------------------------------------------------------------------------ validators
 
@@ -77,6 +77,9 @@ class IverilogLint(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.iverilog,)
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        return ICARUS_MACROS
 
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()
@@ -143,6 +146,9 @@ class IverilogSim(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.iverilog, self.vvp)
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        return ICARUS_MACROS
 
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()

@@ -34,7 +34,14 @@ from rtlforge.eda.stages import (
     tools_of,
 )
 from rtlforge.eda.stages import verilator_build_verdict as build_verdict
-from rtlforge.eda.tools import GXX, MAKE, VERILATOR
+from rtlforge.eda.tools import (
+    GXX,
+    MAKE,
+    VERILATOR,
+    VERILATOR_MACROS,
+    VERILATOR_TIMING_MACROS,
+    command_line_defines,
+)
 
 #: Where the build goes; a dot-name, so no candidate file can collide with it.
 _MDIR = ".rtlforge-verilator"
@@ -65,6 +72,9 @@ class VerilatorLint(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.verilator,)
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        return VERILATOR_TIMING_MACROS  # lint runs with --timing, like the build
 
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()
@@ -109,6 +119,10 @@ class VerilatorSim(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.verilator,)
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        base = VERILATOR_MACROS if "--no-timing" in self.extra_args else VERILATOR_TIMING_MACROS
+        return (*base, *command_line_defines(self.extra_args))
 
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()

@@ -31,7 +31,7 @@ from rtlforge.eda.stages import (
     timeout_feedback,
     tools_of,
 )
-from rtlforge.eda.tools import YOSYS
+from rtlforge.eda.tools import YOSYS, YOSYS_MACROS
 
 _LOG = ".rtlforge-yosys.log"
 _SYNTH_START = "Executing SYNTH pass"
@@ -69,6 +69,9 @@ class YosysSynth(Validator):
 
     def tool_names(self) -> Sequence[str]:
         return (self.yosys,)
+
+    def predefined_macros(self) -> tuple[str, ...]:
+        return YOSYS_MACROS
 
     def script(self, top: str, sources: Sequence[str]) -> str:
         return "; ".join((
