@@ -86,7 +86,8 @@ if sys.argv[2] == "build":
     sys.exit(0)
 try:
     runner.test(test_module=cfg["module"], hdl_toplevel=cfg["toplevel"],
-                build_dir=cfg["build_dir"], test_dir=cfg["workdir"],
+                build_dir=cfg["build_dir"], test_dir=cfg["harness"],
+                extra_env={{"BEHAVE_RUN_DIR": cfg["workdir"]}},
                 hdl_toplevel_lang="verilog", results_xml=cfg["results"],
                 timescale=("1ns", "1ps"))
 except (Exception, SystemExit):

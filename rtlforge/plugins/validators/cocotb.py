@@ -77,7 +77,8 @@ _DRIVER_SOURCE = f'''\
 """Written by rtlforge: build or test one cocotb run (argv: config.json build|test).
 
 Started as `python -I` from the harness directory, which the design cannot write: the run
-directory is never on sys.path, here or (through cocotb's PYTHONPATH) in the simulator. The
+directory is never on sys.path, here or (through cocotb's PYTHONPATH) in the simulator, which
+runs in the harness directory because cocotb puts its working directory first on sys.path. The
 results file's name comes on stdin, so nothing the design can read names it.
 """
 import importlib
@@ -123,7 +124,7 @@ def main() -> int:
         return {_IMPORT_FAILED}
     try:
         runner.test(test_module=cfg["module"], hdl_toplevel=cfg["toplevel"],
-                    build_dir=cfg["build_dir"], test_dir=cfg["workdir"],
+                    build_dir=cfg["build_dir"], test_dir=cfg["harness"],
                     hdl_toplevel_lang="verilog",
                     results_xml=os.path.join(cfg["workdir"], "{_RESULTS_PREFIX}" + secret + ".xml"),
                     seed=cfg["seed"], timescale=tuple(cfg["timescale"]))
