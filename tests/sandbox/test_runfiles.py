@@ -302,3 +302,25 @@ def test_python_written_into_the_run_directory_is_not_imported(
 def test_design_file_names(names: list[str], taken: set[str], expected: list[str]) -> None:
     assert runfiles.design_file_names(names, taken) == expected
 
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["gate_on", "gate_off"])
+def test_put_after_a_jailed_tool_planted_links_writes_nothing_outside(
+        gate: bool, host: dict[str, Path]) -> None:
+    """A jailed tool (a real run of /bin/sh) plants a link and a FIFO under names the host puts
+    next; the host replaces them and creates nothing outside."""
+    created = host["dir"] / "created-by-put.v"
+    with SandboxRunner(Limits(timeout_s=20), unsafe_skip_gate=not gate) as runner, \
+            runner.workspace() as work:
+        run = runner.run(["/bin/sh", "-c", f"ln -s {created} next.v && mkfifo tb.v"],
+                         cwd=work)
+        assert run.ok, run.output
+        assert (work / "next.v").is_symlink()
+        start = time.monotonic()
+        runner.put(work, [SourceFile(name="next.v", content="module a; endmodule\n"),
+                          SourceFile(name="tb.v", content="module b; endmodule\n")],
+                   role="trusted")
+        assert time.monotonic() - start < 5
+        assert not (work / "next.v").is_symlink()
+        assert (work / "tb.v").read_text() == "module b; endmodule\n"
+    _outside_untouched(host)

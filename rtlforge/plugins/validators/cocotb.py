@@ -70,8 +70,6 @@ _RESULTS_LIMIT = 4 * 1024 * 1024
 #: Driver exit codes (the driver's own, never the simulator's).
 _BUILD_FAILED, _IMPORT_FAILED, _NO_COCOTB = 3, 4, 5
 _MAX_FAILED_TESTS = 10
-#: Names the harness uses in the run directory: a design file may not take them.
-HARNESS_NAMES = frozenset({_DRIVER, _CONFIG, _BUILD_DIR})
 
 _DRIVER_SOURCE = f'''\
 """Written by rtlforge: build or test one cocotb run (argv: config.json build|test).
