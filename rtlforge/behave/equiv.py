@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict
 from rtlforge.core.models import SourceFile
 from rtlforge.eda.stages import bad_identifier, clip_log, compiled_sources
 from rtlforge.eda.tools import ICARUS, VVP, YOSYS
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import SandboxRunner, ToolRun
 
 __all__ = ["EquivResult", "Equivalence", "check_equivalence"]
@@ -50,6 +51,7 @@ __all__ = ["EquivResult", "Equivalence", "check_equivalence"]
 GOLD = "rtlforge_gold"
 GATE = "rtlforge_gate"
 _LOG = ".rtlforge-equiv.log"
+_READ_LIMIT = 64 * 1024 * 1024  # a log or trace read back from the run directory
 _PREPARED = ".rtlforge-equiv.il"
 #: Yosys cell types that hold state (after ``memory``, memories are flip-flops too).
 _STATE = "t:$*dff* t:$*dlatch* t:$sr t:$ff t:$_*DFF* t:$mem*"
@@ -236,8 +238,7 @@ def check_equivalence(
             (workdir / _LOG).unlink(missing_ok=True)
             run = runner.run([yosys, "-q", "-l", _LOG, "-p", "; ".join(commands)],
                              cwd=workdir, timeout=timeout, tool=YOSYS)
-            path = workdir / _LOG
-            text = path.read_text(errors="replace") if path.is_file() else ""
+            text = runfiles.read_text(workdir, _LOG, _READ_LIMIT, truncate=True) or ""
             return run, text if len(text) >= len(run.output) else run.output
 
         def refute() -> EquivResult | None:
@@ -269,7 +270,7 @@ def check_equivalence(
                 trace.unlink(missing_ok=True)
                 run = runner.run([vvp, "-n", image], cwd=workdir,
                                  timeout=min(timeout, sim_timeout), tool=VVP)
-                lines = trace.read_text(errors="replace").splitlines() if trace.is_file() else []
+                lines = (runfiles.read_text(workdir, _TRACE_FILE, _READ_LIMIT) or "").splitlines()
                 if name == "gold" and (not run.ok or len(lines) != SIM_CYCLES):
                     return None
                 traces.append(lines)
@@ -305,8 +306,8 @@ def check_equivalence(
             return failure(run, log, "reading the designs")
         counts: dict[str, int] = {}
         for name in _FACTS:
-            path = workdir / f".fact-{name}.txt"
-            found = _COUNT.search(path.read_text()) if path.is_file() else None
+            fact = runfiles.read_text(workdir, f".fact-{name}.txt", _READ_LIMIT)
+            found = _COUNT.search(fact) if fact is not None else None
             if found is None:
                 return result(Equivalence.UNKNOWN, f"yosys printed no {name} count", run, log)
             counts[name] = int(found.group(1))

@@ -23,6 +23,7 @@ from rtlforge.eda.mismatches import fill_from_dump, timescale_unit
 from rtlforge.eda.modules import top_modules
 from rtlforge.eda.tools import ICARUS
 from rtlforge.eda.verdicts import end_marker, judge, marker
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import ToolRun
 
 #: Files handed to a compiler; headers (.vh/.svh) are only ever `include'd.
@@ -134,15 +135,13 @@ def testbench_time_unit(ctx: ValidationContext) -> str | None:
 def read_dump(workdir: Path, name: str, limit: int) -> tuple[str, bool] | None:
     """The first ``limit`` bytes of a dump in the run directory (whole lines), and whether it
     was longer; None when there is none. Only names our side chose are ever read."""
-    path = workdir / name
-    try:
-        if path.is_symlink() or not path.is_file():
-            return None
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError:
+    try:  # a planted link, FIFO or hard link raises PlantedFileError: the run's doing
+        head = runfiles.read_head(workdir, name, limit)
+    except ValueError:  # a name reaching outside the run directory is never read
         return None
-    longer = len(data) > limit
+    if head is None:
+        return None
+    data, longer = head
     if longer:
         data = data[:data.rfind(b"\n", 0, limit) + 1]
     return data.decode("utf-8", errors="replace"), longer

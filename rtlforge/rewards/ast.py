@@ -44,6 +44,7 @@ from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.models import SourceFile
 from rtlforge.generation.extract import extract_verilog
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import SandboxRunner
 
 BackendName = Literal["pyverilog", "pyslang"]
@@ -455,8 +456,7 @@ def _iverilog_preprocess(source: str, runner: SandboxRunner) -> str | ParseFailu
                        readable=["source.v"])
             run = runner.run([exe, "-E", "-o", "preprocessed.v", "source.v"], cwd=tmp,
                              timeout=_PREPROCESS_TIMEOUT_S)
-            out = tmp / "preprocessed.v"
-            text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else None
+            text = runfiles.read_text(tmp, "preprocessed.v", 4 * len(source) + 1_000_000)
     except RtlforgeError as exc:
         if is_infra(exc):  # tool missing, sandbox failure
             return ParseFailure(f"pyverilog: could not run iverilog -E: {exc}"[:300], infra=True)

@@ -57,6 +57,7 @@ from rtlforge.core.errors import (
 )
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import SourceFile, ToolInfo, ToolSpec
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox._spawner import (
     NotSpawnable,
     SpawnedProcess,
@@ -493,8 +494,9 @@ class SandboxRunner:
         if not self.unsafe_skip_gate and role != "trusted":
             self.gate.check(clean, role=role, available=readable)
         for f in clean:
-            text = rewrite(f) if rewrite is not None else f.content
-            (ws.path / f.name).write_text(text, encoding="utf-8")
+            # A fresh file: whatever an earlier run left under this name (a link) is replaced.
+            runfiles.replace_file(ws.path, f.name, rewrite(f) if rewrite is not None
+                                  else f.content)
         ws.record(f.name for f in clean)
         return clean
 
@@ -549,9 +551,11 @@ class SandboxRunner:
         files = []
         for name in stray:
             try:
-                with open(ws.path / name, encoding="utf-8", newline="") as fh:
-                    text = fh.read()
-            except (OSError, UnicodeDecodeError) as exc:
+                data = runfiles.read_bytes(ws.path, name, 4 * MAX_FILE_CHARS)
+                if data is None:
+                    continue  # gone again
+                text = data.decode("utf-8")
+            except (OSError, UnicodeDecodeError, SecurityViolation) as exc:
                 raise SecurityViolation(
                     f"{name} was written into the run directory without SandboxRunner.put and "
                     f"is not readable text ({exc}); it cannot be checked", file=name,
@@ -562,7 +566,7 @@ class SandboxRunner:
             self.gate.check(clean, role="design", available=ws.names())
         for before, after in zip(files, clean, strict=True):
             if after is not before:
-                (ws.path / after.name).write_text(after.content, encoding="utf-8")
+                runfiles.replace_file(ws.path, after.name, after.content)
         ws.record(stray)
 
     def _launch(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], limits: Limits,

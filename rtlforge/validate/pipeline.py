@@ -58,6 +58,7 @@ from rtlforge.eda.verdicts import (
     rename_testbench,
     testbench_renames,
 )
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import SandboxRunner, find_tool, tool_spec
 from rtlforge.validate.cache import MemoryCache, ResultCache, SQLiteCache
 
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
 
 log = get_logger("rtlforge.pipeline")
 
+#: The stage results a bundle holds next to the copied run directory (written by the host).
+BUNDLE_STAGES = "stages.json"
 _HDL_SUFFIXES = (".v", ".sv", ".vh", ".svh", ".vams")
 _CACHEABLE = (Verdict.PASS, Verdict.FAIL, Verdict.ERROR)
 
@@ -390,16 +393,18 @@ class Pipeline:
 
     @staticmethod
     def _resolve_name_clashes(task: Task, candidate: Candidate) -> Candidate:
-        """A design file named like a task file would overwrite the testbench: rename it."""
+        """A design file named like a task or harness file would overwrite it, and one an
+        interpreter could import is Python from the candidate: rename it
+        (:func:`~rtlforge.sandbox.runfiles.design_file_name`)."""
         taken = {f.name for f in (*task.testbench, *task.support)}
         if task.cocotb_module is not None:
             taken.add(task.cocotb_module.name)
-        if not taken & {f.name for f in candidate.files}:
+        names = [f.name for f in candidate.files]
+        safe = runfiles.design_file_names(names, taken)
+        if safe == names:
             return candidate
-        renamed = tuple(
-            SourceFile(name=f"dut_{f.name}" if f.name in taken else f.name, content=f.content)
-            for f in candidate.files
-        )
+        renamed = tuple(SourceFile(name=new, content=f.content)
+                        for f, new in zip(candidate.files, safe, strict=True))
         return candidate.model_copy(update={"files": renamed})
 
     @staticmethod
@@ -497,10 +502,14 @@ class Pipeline:
             return
         dest = self.bundle_dir / f"{_slug(task.id)}-{candidate.digest()[:12]}"
         shutil.rmtree(dest, ignore_errors=True)
-        shutil.copytree(workdir, dest, symlinks=True)
-        (dest / "stages.json").write_text(
-            json.dumps([s.model_dump(mode="json") for s in stages], indent=2)
-        )
+        self.bundle_dir.mkdir(parents=True, exist_ok=True)
+        # Regular files and directories only (never a link the run planted), bounded; the
+        # host's stages.json is then created fresh in the copy, which holds no link to follow.
+        copied = runfiles.copy_tree(workdir, dest, exclude=frozenset({BUNDLE_STAGES}))
+        if copied.skipped:
+            log.warning("bundle_left_out", bundle=str(dest), skipped=copied.skipped[:20])
+        runfiles.write_new(dest, BUNDLE_STAGES, json.dumps(
+            [s.model_dump(mode="json") for s in stages], indent=2))
 
 
 def _forget_names(result: StageResult, tag: str) -> StageResult:

@@ -15,7 +15,9 @@ runs that start the interpreter) and Icarus's ``vvp`` loading cocotb's VPI libra
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.models import Candidate, SourceFile
 from rtlforge.eda.stages import compiled_sources
 from rtlforge.eda.tools import ICARUS, PYTHON, VVP
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import SandboxRunner, find_tool
 
 __all__ = ["bench_config", "simulate_cocotb"]
@@ -57,12 +60,16 @@ BUILD_FAILED, NO_COCOTB = 3, 5
 _DRIVER_SOURCE = f'''\
 """Written by rtlforge: build or run BEHAVE-Sim's cocotb test (argv: config.json build|test)."""
 import json
+import shutil
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
 cfg = json.loads(Path(sys.argv[1]).read_text())
-sys.path.insert(0, cfg["workdir"])
+# Run as `python -I` from the harness directory: the run directory is never on sys.path (here
+# or, through cocotb's PYTHONPATH, in the simulator); the test module comes from the harness.
+sys.path[:0] = [cfg["harness"], *cfg["pythonpath"]]
 try:
     from cocotb_tools.runner import get_runner
     runner = get_runner("icarus")
@@ -79,7 +86,8 @@ if sys.argv[2] == "build":
     sys.exit(0)
 try:
     runner.test(test_module=cfg["module"], hdl_toplevel=cfg["toplevel"],
-                build_dir=cfg["build_dir"], test_dir=cfg["workdir"],
+                build_dir=cfg["build_dir"], test_dir=cfg["harness"],
+                extra_env={{"BEHAVE_RUN_DIR": cfg["workdir"]}},
                 hdl_toplevel_lang="verilog", results_xml=cfg["results"],
                 timescale=("1ns", "1ps"))
 except (Exception, SystemExit):
@@ -153,6 +161,18 @@ def simulate_cocotb(task: BehaveTask, plan: TestbenchPlan, candidate: Candidate,
     find_tool(ICARUS)
     find_tool(VVP)
     bench = (Path(__file__).with_name("cocotb_tb.py")).read_text(encoding="utf-8")
+    harness = Path(tempfile.mkdtemp(prefix="rtlforge-behave-harness-"))
+    try:
+        harness.chmod(0o755)
+        runfiles.write_new(harness, f"{TEST_MODULE}.py", bench)
+        runfiles.write_new(harness, DRIVER, _DRIVER_SOURCE)
+        return _simulate(task, plan, candidate, runner, harness, timeout_s)
+    finally:
+        shutil.rmtree(harness, ignore_errors=True)
+
+
+def _simulate(task: BehaveTask, plan: TestbenchPlan, candidate: Candidate,
+              runner: SandboxRunner, harness: Path, timeout_s: float) -> SimRun:
     ours = (CONFIG, ERROR_FILE, PORT_FILE, DRIVER, DRIVER_CONFIG, BUILD_DIR, RESULTS,
             f"{TEST_MODULE}.py")
     with runner.workspace(prefix="rtlforge-behave-cocotb-") as workdir:
@@ -164,15 +184,16 @@ def simulate_cocotb(task: BehaveTask, plan: TestbenchPlan, candidate: Candidate,
             "workdir": str(workdir), "module": TEST_MODULE, "toplevel": task.top,
             "sources": [str(workdir / s) for s in compiled_sources(f.name for f in design)],
             "build_dir": str(workdir / BUILD_DIR), "results": str(workdir / RESULTS),
+            "harness": str(harness), "pythonpath": runfiles.host_pythonpath(workdir),
         }
         runner.put(workdir, [
-            SourceFile(name=CONFIG, content=json.dumps(bench_config(task, plan))),
-            SourceFile(name=DRIVER_CONFIG, content=json.dumps(run_config)),
-            SourceFile(name=DRIVER, content=_DRIVER_SOURCE),
-            SourceFile(name=f"{TEST_MODULE}.py", content=bench)], role="trusted")
-        driver = [sys.executable, DRIVER, DRIVER_CONFIG]
+            SourceFile(name=CONFIG, content=json.dumps(bench_config(task, plan)))],
+            role="trusted")
+        runfiles.write_new(harness, DRIVER_CONFIG, json.dumps(run_config))
+        driver = [sys.executable, "-I", str(harness / DRIVER), str(harness / DRIVER_CONFIG)]
         start = time.perf_counter()
-        build = runner.run([*driver, "build"], cwd=workdir, timeout=timeout_s, tool=PYTHON)
+        build = runner.run([*driver, "build"], cwd=workdir, timeout=timeout_s, tool=PYTHON,
+                           ro_paths=[harness])
         compile_s = time.perf_counter() - start
         if build.returncode == NO_COCOTB:
             raise ToolMissingError("cocotb>=2", "cocotb_tools.runner is not importable in the "
@@ -181,20 +202,20 @@ def simulate_cocotb(task: BehaveTask, plan: TestbenchPlan, candidate: Candidate,
         if failed is not None:
             return failed
         start = time.perf_counter()
-        test = runner.run([*driver, "test"], cwd=workdir, timeout=timeout_s, tool=PYTHON)
+        test = runner.run([*driver, "test"], cwd=workdir, timeout=timeout_s, tool=PYTHON,
+                          ro_paths=[harness])
         sim_s = time.perf_counter() - start
         if test.timed_out:
             return SimRun(status="timeout", compile_s=compile_s, sim_s=sim_s,
                           message=f"the cocotb simulation did not finish within {timeout_s:g} s")
-        port = workdir / PORT_FILE
-        if port.is_file():
+        port = runfiles.read_text(workdir, PORT_FILE, 64 * 1024, truncate=True)
+        if port is not None:
             return SimRun(status="compile_error", compile_s=compile_s, sim_s=sim_s,
-                          message=port.read_text(encoding="utf-8", errors="replace")[:500])
-        crash = workdir / ERROR_FILE
-        if crash.is_file():
+                          message=port[:500])
+        crash = runfiles.read_text(workdir, ERROR_FILE, 1024 * 1024, truncate=True)
+        if crash is not None:
             return SimRun(status="crashed", compile_s=compile_s, sim_s=sim_s,
-                          message="the cocotb testbench failed: "
-                                  + crash.read_text(encoding="utf-8", errors="replace")[-1500:])
+                          message="the cocotb testbench failed: " + crash[-1500:])
         log = read_run_log(workdir, test.output)
         if isinstance(log, str):
             return SimRun(status="crashed", compile_s=compile_s, sim_s=sim_s, message=log)

@@ -13,6 +13,7 @@ the design lacks to ``behave_cocotb_ports.txt`` (the design's error).
 from __future__ import annotations
 
 import json
+import os
 import traceback
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from typing import Any
 import cocotb
 from cocotb.triggers import Timer
 
+#: The run directory: the simulator's working directory is the harness's (cocotb puts the
+#: working directory first on sys.path, and the design may write the run directory).
+RUN_DIR = Path(os.environ.get("BEHAVE_RUN_DIR", "."))
 CONFIG = "behave_cocotb.json"
 ERROR_FILE = "behave_cocotb_error.txt"
 #: Written when the design lacks a port the task declares: the design's error, not ours.
@@ -48,7 +52,7 @@ class Bench:
     def __init__(self, dut: Any, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
         self.dut = dut
-        self.log = open(cfg["log_file"], "w")  # noqa: SIM115 - closed at the end of run()
+        self.log = open(RUN_DIR / cfg["log_file"], "w")  # noqa: SIM115 - closed at the end of run()
         pin = self.pin
         self.clk = pin(cfg["clock"]) if cfg["clock"] else None
         self.rst = pin(cfg["reset"]["signal"]) if cfg["reset"] else None
@@ -66,9 +70,9 @@ class Bench:
                 "h_valid": pin(o["valid"]) if o["valid"] else None,
                 "h_ready": pin(o["ready"]) if o["ready"] else None,
                 "bp": [line.strip() == "1" for line in
-                       Path(o["bp_file"]).read_text().split()] if o["bp_file"] else None,
+                       (RUN_DIR / o["bp_file"]).read_text().split()] if o["bp_file"] else None,
                 "prev": "", "pend": False, "first": 0, "fst": 0})
-        self.stim = [int(w, 16) for w in Path(cfg["stim_file"]).read_text().split()]
+        self.stim = [int(w, 16) for w in (RUN_DIR / cfg["stim_file"]).read_text().split()]
         self.cycle = self.ip = self.gap = self.stall = self.stalled = 0
         self.outstanding = self.nviol = 0
         self.offering = self.loaded = self.accepted = self.dead = False
@@ -276,11 +280,11 @@ class Bench:
 async def behave_sim(dut: Any) -> None:
     """Drive the stimulus and log the transactions; the judge is rtlforge's, not this test's."""
     try:
-        bench = Bench(dut, json.loads(Path(CONFIG).read_text()))
+        bench = Bench(dut, json.loads((RUN_DIR / CONFIG).read_text()))
         await bench.run()
     except MissingPort as exc:
-        Path(PORT_FILE).write_text(str(exc))
+        (RUN_DIR / PORT_FILE).write_text(str(exc))
         raise
     except Exception:
-        Path(ERROR_FILE).write_text(traceback.format_exc())
+        (RUN_DIR / ERROR_FILE).write_text(traceback.format_exc())
         raise

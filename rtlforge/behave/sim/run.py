@@ -28,6 +28,7 @@ from rtlforge.eda.stages import (
     read_dump,
 )
 from rtlforge.eda.tools import ICARUS, VVP
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import SandboxRunner, ToolRun
 
 __all__ = [
@@ -146,8 +147,9 @@ def design_files(plan: TestbenchPlan, candidate: Candidate, reserved: tuple[str,
                  ) -> tuple[SourceFile, ...]:
     """The design's files renamed where they would overwrite one of ours (or ``reserved``)."""
     taken = {TB_FILE, LOG_FILE, SIM_IMAGE, *plan.files, *reserved}
-    return tuple(SourceFile(name=f"dut_{f.name}", content=f.content) if f.name in taken else f
-                 for f in candidate.files)
+    names = runfiles.design_file_names([f.name for f in candidate.files], taken)
+    return tuple(f if new == f.name else SourceFile(name=new, content=f.content)
+                 for f, new in zip(candidate.files, names, strict=True))
 
 
 def put_run_files(plan: TestbenchPlan, candidate: Candidate, runner: SandboxRunner,

