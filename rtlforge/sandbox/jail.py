@@ -139,6 +139,22 @@ class Jail:
                 run, "--setenv", "TMPDIR", "/tmp", "--"]
         return out
 
+    def pooled_argv(self, root: Path) -> list[str]:
+        """``bwrap ... --`` for a persistent jail whose only writable host directory is
+        ``root`` (run directories are made inside it): the Python runtime is always bound (the
+        jail's init is Python), and the command runs as the PID namespace's init."""
+        run = str(root)
+        out = [self.bwrap, *self.base]
+        for path in self.python:
+            out += ["--ro-bind", str(path), str(path)]
+        out += ["--bind", run, run, "--remount-ro", "/", "--chdir", run, "--as-pid-1",
+                "--setenv", "HOME", run, "--setenv", "TMPDIR", "/tmp", "--"]
+        return out
+
+    def visible_pooled(self, path: str | Path) -> bool:
+        """Whether a host path is visible (read-only) inside every pooled jail."""
+        return _covered(Path(path).resolve(), (*self.roots, *self.python))
+
     def visible(self, path: str | Path) -> bool:
         """Whether a host path is visible (read-only) inside every jail."""
         return _covered(Path(path).resolve(), self.roots)
