@@ -105,8 +105,12 @@ def _fingerprint() -> tuple[Any, ...]:
         except OSError:
             return ""
 
+    # keys: which exist (id, type, description), not their usage counts or timers
+    keys = tuple(sorted((f[0], f[7], " ".join(f[8:]).split(":")[0])
+                        for f in (line.split() for line in text("/proc/keys").splitlines())
+                        if len(f) >= 9))
     return (entries("/dev"), tuple(os.lstat(p).st_mode for p in _SCRATCH if os.path.lexists(p)),
-            tuple(text(p) for p in _SYSV), text("/proc/keys"))
+            tuple(text(p) for p in _SYSV), keys)
 
 
 def _wipe(path: str) -> None:
@@ -210,10 +214,10 @@ class _Server:
                 for path in _SCRATCH:
                     if os.path.isdir(path):
                         _wipe(path)
-            except OSError as exc:
-                problem = f"cannot wipe scratch space: {exc}"
-            if problem is None and _fingerprint() != self.baseline:
-                problem = "state outside the run directory changed (/dev, IPC or keys)"
+                if _fingerprint() != self.baseline:
+                    problem = "state outside the run directory changed (/dev, IPC or keys)"
+            except Exception as exc:  # noqa: BLE001 - any doubt means a fresh jail
+                problem = f"cannot wipe scratch space: {type(exc).__name__}: {exc}"
         _send(reply, {"clean": True} if problem is None else {"dirty": problem})
         reply.close()
         if problem is not None:
