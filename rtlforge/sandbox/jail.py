@@ -20,7 +20,9 @@ the jail has to hold on its own, with the gate switched off. Each run is started
   double-forked daemons included.
 
 Rlimits (CPU, address space, file size, process count) are applied by the launcher before
-``bwrap`` starts and are inherited. Starting a jail costs about 2-5 ms.
+``bwrap`` starts and are inherited. Starting a jail costs about 3.5 ms on an idle machine and
+much more under load, so workspaces normally lease a persistent jail
+(:meth:`Jail.pooled_argv`, :mod:`rtlforge.sandbox.pool`) whose init applies the rlimits per run.
 
 On a root host the uid inside maps to root outside (bubblewrap maps the caller's uid); the
 process still has no capability and sees only what is bound above, which is what keeps the host
