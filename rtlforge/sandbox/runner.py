@@ -66,6 +66,7 @@ from rtlforge.sandbox._spawner import (
     SpawnerUnavailable,
 )
 from rtlforge.sandbox.jail import ISOLATION_ENV, Jail, isolation_choice
+from rtlforge.sandbox.pool import JailedProcess, JailPool, PooledJail
 
 if TYPE_CHECKING:
     from rtlforge.sandbox.gate import Gate, Role
@@ -91,6 +92,10 @@ class Limits(BaseModel):
     no_network: bool = True
     #: Processes of the run's (kernel) user; stops fork bombs. None: no limit.
     processes: int | None = 4096
+
+
+class _NoPooledJail(Exception):
+    """A persistent jail cannot be started here: the run goes through a jail of its own."""
 
 
 class ToolRun(BaseModel):
@@ -220,7 +225,10 @@ _SpawnerKey = tuple[tuple[str, ...], tuple[tuple[str, int], ...]]
 
 
 def _close_spawners(spawners: dict[_SpawnerKey, Spawner],
-                    launchers: list[_Launcher] | None = None) -> None:
+                    launchers: list[_Launcher] | None = None,
+                    pools: list[JailPool] | None = None) -> None:
+    while pools:
+        pools.pop().close()
     while spawners:
         _, spawner = spawners.popitem()
         spawner.close()
@@ -229,12 +237,12 @@ def _close_spawners(spawners: dict[_SpawnerKey, Spawner],
 
 
 def _finalize(spawners: dict[_SpawnerKey, Spawner], launchers: list[_Launcher],
-              workspaces: dict[Path, _Workspace], keep: bool) -> None:
+              pools: list[JailPool], workspaces: dict[Path, _Workspace], keep: bool) -> None:
     """A runner's last act (garbage collection or interpreter exit, also after SIGTERM in the
     CLI): stop its processes, and remove the run directories still open: those of long-lived
     workers (the gate's), or of a run the exit cut short. A timeout or a kill must not leave
     a run directory behind."""
-    _close_spawners(spawners, launchers)
+    _close_spawners(spawners, launchers, pools)
     if not keep:
         for path in list(workspaces):
             shutil.rmtree(path, ignore_errors=True)
@@ -306,8 +314,9 @@ class _Workspace:
     """A run directory and what is known about its files: written through ``put`` (checked)
     or by a tool (output). Anything else found before a run is gated first."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, jail: PooledJail | None = None) -> None:
         self.path = path
+        self.jail = jail  # the persistent jail this workspace leased, if any
         self._known: dict[str, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
@@ -364,7 +373,8 @@ class SandboxRunner:
     def __init__(self, limits: Limits | None = None, *, base_dir: str | Path | None = None,
                  keep_workspaces: bool = False, spawner: bool = True,
                  isolation: str | None = None, gate_timeout_s: float = 10.0,
-                 gate_memory_mb: int = 2048, unsafe_skip_gate: bool = False) -> None:
+                 gate_memory_mb: int = 2048, unsafe_skip_gate: bool = False,
+                 persistent_jails: bool = True) -> None:
         self.limits = limits or Limits()
         self.base_dir = Path(base_dir) if base_dir is not None else None
         self.keep_workspaces = keep_workspaces
@@ -373,18 +383,22 @@ class SandboxRunner:
         self.gate_timeout_s = gate_timeout_s
         self.gate_memory_mb = gate_memory_mb
         self.unsafe_skip_gate = unsafe_skip_gate
+        self.persistent_jails = persistent_jails
+        self._pool: JailPool | None = None
+        self._pool_lock = threading.Lock()
         self._prlimit = shutil.which("prlimit") or shutil.which("prlimit", path="/usr/bin:/bin")
         self._spawners: dict[_SpawnerKey, Spawner] = {}
         self._spawners_lock = threading.Lock()
         self._launchers: list[_Launcher] = []  # none or one, shared with the finalizer
         self._launcher_lock = threading.Lock()
+        self._pools: list[JailPool] = []  # none or one, shared with the finalizer
         self._jail: Jail | None = None
         self._jail_error: IsolationUnavailableError | None = None
         self._jail_lock = threading.Lock()
         self._workspaces: dict[Path, _Workspace] = {}
         self._workspaces_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _finalize, self._spawners, self._launchers,
-                                           self._workspaces, keep_workspaces)
+                                           self._pools, self._workspaces, keep_workspaces)
         self._gate: Gate | None = None
         if self.isolation == "none":
             log.warning("sandbox_isolation_disabled", how=f"{ISOLATION_ENV}=none",
@@ -395,6 +409,10 @@ class SandboxRunner:
         """Stop the spawners and gate workers; a later run starts them again."""
         with self._spawners_lock:
             _close_spawners(self._spawners)
+        with self._pool_lock:
+            self._pool = None
+            while self._pools:
+                self._pools.pop().close()
         gate, self._gate = self._gate, None
         if gate is not None:
             gate.close()
@@ -446,14 +464,20 @@ class SandboxRunner:
 
         Only here can tools run, and files should get in through :meth:`put`.
         """
+        pool = self._jail_pool()
+        lease: PooledJail | None = None
         try:
             if self.base_dir is not None:
                 self.base_dir.mkdir(parents=True, exist_ok=True)
-            path = Path(tempfile.mkdtemp(prefix=prefix, dir=self.base_dir)).resolve()
+            lease = pool.lease() if pool is not None else None
+            parent = lease.root if lease is not None else self.base_dir
+            path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()
         except OSError as exc:
+            if lease is not None and pool is not None:
+                pool.give_back(lease)
             raise SandboxError(f"cannot create a run directory: {exc}") from exc
         with self._workspaces_lock:
-            self._workspaces[path] = _Workspace(path)
+            self._workspaces[path] = _Workspace(path, lease)
         try:
             yield path
         finally:
@@ -461,6 +485,26 @@ class SandboxRunner:
                 self._workspaces.pop(path, None)
             if not self.keep_workspaces:
                 shutil.rmtree(path, ignore_errors=True)
+            if lease is not None and pool is not None:
+                pool.give_back(lease)  # reset (everything of this workspace gone) or closed
+
+    def _jail_pool(self) -> JailPool | None:
+        """The pool of persistent jails workspaces lease, where they apply: a bubblewrap jail,
+        the spawner path, and run directories that do not outlive their workspace."""
+        if (not self.persistent_jails or not self.use_spawner or self.keep_workspaces
+                or self.isolation != "bwrap"):
+            return None
+        try:
+            jail = self.jail()
+        except IsolationUnavailableError:
+            return None  # every run will say so
+        assert jail is not None
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = JailPool(jail.pooled_argv, self._from_launcher_thread,
+                                      self.base_dir)
+                self._pools[:] = [self._pool]
+            return self._pool
 
     def _workspace_of(self, cwd: str | Path) -> _Workspace:
         path = Path(cwd).resolve()
@@ -524,9 +568,14 @@ class SandboxRunner:
             return spawner
 
     def _prepare(self, argv: Sequence[str], cwd: str | Path, limits: Limits,
-                 ro_paths: Sequence[str | Path], spec: ToolSpec | None,
+                 ro_paths: Sequence[str | Path], spec: ToolSpec | None, *,
+                 pooled: bool = False,
                  ) -> tuple[list[str], list[str], ToolInfo, _Workspace, bool]:
-        """Jailed argv, launcher prefix, tool, workspace and whether the network is cut."""
+        """Jailed argv, launcher prefix, tool, workspace and whether the network is cut.
+
+        With ``pooled``, a run the workspace's persistent jail can serve (everything it must
+        read is bound there) gets the bare argv and an empty prefix; the caller checks
+        ``ws.jail`` to tell (it is None'd out here for a run the jail cannot serve)."""
         ws = self._workspace_of(cwd)
         tool = find_tool(spec.using(argv[0]) if spec is not None else argv[0])
         jail = self.jail()
@@ -540,6 +589,9 @@ class SandboxRunner:
         python = jail.starts_python(exe) or not jail.visible(exe)
         if not jail.visible(exe):
             extra.append(Path(os.path.realpath(exe)).parent.parent)
+        if pooled and ws.jail is not None and not ws.jail.broken \
+                and all(jail.visible_pooled(p) for p in extra):
+            return [exe, *argv[1:]], [], tool, ws, True
         return [*jail.argv(ws.path, extra, python=python), exe, *argv[1:]], [], tool, ws, True
 
     def _admit(self, ws: _Workspace) -> None:
@@ -570,14 +622,33 @@ class SandboxRunner:
         ws.record(stray)
 
     def _launch(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], limits: Limits,
-                prefix: Sequence[str], feed_stdin: bool) -> tuple[_Process, int | None, int, int]:
-        """Start the tool on fresh pipes; return it with our ends (stdin or None, out, err)."""
+                prefix: Sequence[str], feed_stdin: bool, pooled: PooledJail | None = None,
+                ) -> tuple[_Process, int | None, int, int]:
+        """Start the tool on fresh pipes; return it with our ends (stdin or None, out, err).
+
+        ``pooled``: the workspace's persistent jail starts it (``argv`` is the bare tool)."""
         rlimits = _rlimits(limits)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         in_r, in_w = os.pipe() if feed_stdin else (None, None)
         ours = [fd for fd in (in_w, out_r, err_r) if fd is not None]
         try:
+            if pooled is not None:
+                # as in a per-run jail, whose bwrap sets these: HOME is the run directory
+                jail_env = {**env, "HOME": str(cwd), "TMPDIR": "/tmp"}
+                try:
+                    return (pooled.spawn(argv[0], argv, cwd=str(cwd), env=jail_env,
+                                         rlimits={**rlimits, "RLIMIT_MSGQUEUE": 0},
+                                         stdout=out_w, stderr=err_w, stdin=in_r),
+                            in_w, out_r, err_r)
+                except SpawnerUnavailable as exc:
+                    log.warning("sandbox_pooled_jail_unavailable", error=str(exc),
+                                fallback="a bubblewrap jail per tool run")
+                    self.persistent_jails = False
+                    pooled.close()
+                    raise _NoPooledJail from exc
+                except SpawnError as exc:
+                    raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from exc
             spawner = self._spawner_for(prefix, rlimits)
             if spawner is not None:
                 try:
@@ -639,18 +710,30 @@ class SandboxRunner:
         limits = limits or self.limits
         if timeout is not None:
             limits = limits.model_copy(update={"timeout_s": timeout})
-        full, prefix, info, ws, isolated = self._prepare(argv, cwd, limits, ro_paths, tool)
-        run_env = self._environment(ws.path, env)
-        start = time.perf_counter()
-        proc, stdin_w, out_r, err_r = self._launch(full, ws.path, run_env, limits, prefix,
-                                                   stdin is not None)
-        try:
-            out, err, timed_out, overflow = self._collect(proc, stdin_w, out_r, err_r, stdin,
-                                                          limits)
-        except SpawnError as exc:
-            raise SandboxError(f"{argv[0]!r}: {exc}") from exc
-        finally:
-            ws.record_all()  # what the tool wrote is its output, not text to gate
+        ws = self._workspace_of(cwd)
+        lease = ws.jail if ws.jail is not None and not ws.jail.broken else None
+        with lease.lock if lease is not None else contextlib.nullcontext():
+            full, prefix, info, ws, isolated = self._prepare(argv, cwd, limits, ro_paths, tool,
+                                                             pooled=lease is not None)
+            run_env = self._environment(ws.path, env)
+            pooled = lease is not None and full[0] != (self._jail.bwrap if self._jail else "")
+            start = time.perf_counter()
+            try:
+                proc, stdin_w, out_r, err_r = self._launch(full, ws.path, run_env, limits,
+                                                           prefix, stdin is not None,
+                                                           lease if pooled else None)
+            except _NoPooledJail:  # a jail per tool run, as without the pool
+                full, prefix, info, ws, isolated = self._prepare(argv, cwd, limits, ro_paths,
+                                                                 tool)
+                proc, stdin_w, out_r, err_r = self._launch(full, ws.path, run_env, limits,
+                                                           prefix, stdin is not None)
+            try:
+                out, err, timed_out, overflow = self._collect(proc, stdin_w, out_r, err_r,
+                                                              stdin, limits)
+            except SpawnError as exc:
+                raise SandboxError(f"{argv[0]!r}: {exc}") from exc
+            finally:
+                ws.record_all()  # what the tool wrote is its output, not text to gate
         seconds = time.perf_counter() - start
         rc = proc.returncode
         sig = -rc if rc is not None and rc < 0 else None
@@ -725,7 +808,10 @@ class SandboxRunner:
     @classmethod
     def _end_group(cls, proc: _Process) -> None:
         """Kill the run's process group, if it has one (an exec failure or a spawner that died
-        before naming the pid leaves none)."""
+        before naming the pid leaves none); in a pooled jail, everything in the jail."""
+        if isinstance(proc, JailedProcess):
+            proc.kill()
+            return
         with contextlib.suppress(SpawnError):
             pid = proc.pid
             if pid:
@@ -790,8 +876,10 @@ class SandboxRunner:
                     proc.wait()
         finally:
             sel.close()
-            # Daemonised grandchildren would outlive the run: end the whole group regardless.
-            self._end_group(proc)
+            # Daemonised grandchildren would outlive the run: end the whole group regardless
+            # (a pooled jail kills everything in it when the run is released, below).
+            if not isinstance(proc, JailedProcess):
+                self._end_group(proc)
             if isinstance(proc, SpawnedProcess):
                 proc.release()
             for fd in (stdin_w, out_r, err_r):

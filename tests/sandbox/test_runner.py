@@ -32,13 +32,16 @@ from rtlforge.sandbox.runner import (
 MakeRunner = Callable[..., SandboxRunner]
 
 
-@pytest.fixture(params=[True, False], ids=["spawner", "chain"])
+@pytest.fixture(params=["pooled", "spawner", "chain"])
 def make_runner(request: pytest.FixtureRequest) -> Iterator[MakeRunner]:
-    """Build runners in the mode under test; closes them afterwards."""
+    """Build runners in the mode under test; closes them afterwards: persistent jails (the
+    default), a jail per run through the spawner, a jail per run through the wrapper chain."""
     made: list[SandboxRunner] = []
 
     def make(limits: Limits | None = None) -> SandboxRunner:
-        made.append(SandboxRunner(limits or Limits(timeout_s=10), spawner=request.param))
+        made.append(SandboxRunner(limits or Limits(timeout_s=10),
+                                  spawner=request.param != "chain",
+                                  persistent_jails=request.param == "pooled"))
         return made[-1]
 
     yield make
@@ -256,7 +259,7 @@ def _spawner_pids() -> set[int]:
 
 def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works() -> None:
     before = _spawner_pids()
-    runner = SandboxRunner(Limits(timeout_s=30))
+    runner = SandboxRunner(Limits(timeout_s=30), persistent_jails=False)
     tag = _unique_sleep()
     outcome: list[BaseException | None] = []
 
@@ -289,7 +292,7 @@ def test_spawner_death_fails_the_run_in_flight_and_the_next_run_works() -> None:
 
 def test_no_process_outlives_the_runner(tmp_path: Path) -> None:
     before = _spawner_pids()
-    runner = SandboxRunner(Limits(timeout_s=10))
+    runner = SandboxRunner(Limits(timeout_s=10), persistent_jails=False)
     with runner.workspace() as wd:
         runner.run(["true"], cwd=wd)
         runner.run(["true"], cwd=wd, limits=Limits(timeout_s=10, no_network=False))
@@ -300,11 +303,12 @@ def test_no_process_outlives_the_runner(tmp_path: Path) -> None:
     runner.close()
     assert not any(alive(pid) or Path(f"/proc/{pid}").exists() for pid in spawners)
 
-    with SandboxRunner() as scoped, scoped.workspace() as wd:  # the context manager closes too
+    # the context manager closes too
+    with SandboxRunner(persistent_jails=False) as scoped, scoped.workspace() as wd:
         scoped.run(["true"], cwd=wd)
     assert not _spawner_pids() - before
 
-    collected = SandboxRunner()
+    collected = SandboxRunner(persistent_jails=False)
     with collected.workspace() as wd:
         collected.run(["true"], cwd=wd)
     del collected
@@ -317,7 +321,8 @@ def test_spawner_retires_before_its_own_cpu_limit_and_runs_go_on() -> None:
     """The server shares the tools' CPU limit; it must hand over long before hitting it."""
     before = _spawner_pids()
     seen: set[int] = set()
-    with SandboxRunner(Limits(timeout_s=10, cpu_s=1)) as runner, runner.workspace() as wd:
+    with SandboxRunner(Limits(timeout_s=10, cpu_s=1),
+                       persistent_jails=False) as runner, runner.workspace() as wd:
         for i in range(20_000):  # ~4,000 launches use half a CPU second of the server's time
             assert runner.run(["true"], cwd=wd).ok
             if i % 250 == 0:

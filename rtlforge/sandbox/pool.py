@@ -1,0 +1,247 @@
+"""Persistent jails, one per workspace at a time: the host side of :mod:`._jailserver`.
+
+A fresh bubblewrap per tool run costs more than a small simulation. So each workspace of a
+:class:`~rtlforge.sandbox.runner.SandboxRunner` leases a jail from the runner's pool: a
+bubblewrap sandbox (the same namespaces, uid, binds and capabilities as a per-run jail) whose
+only writable host directory is the jail's own *root*, a fresh directory in which the
+workspace's run directory is created. The jail serves that workspace's tool runs one at a time
+(the lease holds a lock around each run), killing everything in the jail after each; when the
+workspace closes, the jail is reset (scratch space wiped, nothing else changed, else it is
+thrown away) and its root emptied by the host before the next workspace may lease it. So a
+later workspace never meets a process, file or IPC object of an earlier one.
+
+The jail root is not writable from inside when the host runs as root (it is owned by an uid
+the jail does not map); elsewhere it is, and the host empties it between leases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from rtlforge.core.log import get_logger
+from rtlforge.sandbox._spawner import SpawnedProcess, SpawnError, SpawnerUnavailable
+
+log = get_logger("rtlforge.sandbox.pool")
+
+_SERVER = str(Path(__file__).with_name("_jailserver.py"))
+#: Idle jails a pool keeps; more are closed when their workspace ends.
+MAX_IDLE = 8
+#: How long the host waits for the jail to confirm a run's processes are gone.
+_ACK_S = 10.0
+_UNMAPPED_UID = 65534
+
+_Starter = Callable[[Callable[[], "subprocess.Popen[bytes]"]], "subprocess.Popen[bytes]"]
+
+
+class JailedProcess(SpawnedProcess):
+    """A tool run inside a pooled jail. Its pid is the jail's, never a host pid: ending it goes
+    through the jail (:meth:`kill`), never ``killpg``."""
+
+    def __init__(self, reply: socket.socket, jail: PooledJail) -> None:
+        super().__init__(reply)
+        self._jail = jail
+
+    @property
+    def pid(self) -> int | None:
+        return None  # nothing on the host to signal
+
+    def kill(self) -> None:
+        """Kill everything in the jail; the tool's exit is reported as usual."""
+        with contextlib.suppress(OSError):
+            self.reply.send(marshal.dumps({"kill": 1}))
+
+    def release(self) -> None:
+        """Done. Once the exit status came, the jail had already killed and reaped everything
+        else; before that, it does so now and we wait until it says so."""
+        if self.returncode is not None:
+            self.reply.close()
+            return
+        try:
+            self.reply.shutdown(socket.SHUT_WR)
+            self.reply.settimeout(_ACK_S)
+            while self.reply.recv(4096):
+                pass
+        except OSError:  # the timeout included: the jail cannot be trusted to be quiet
+            self._jail.close()
+        finally:
+            self.reply.close()
+
+
+class PooledJail:
+    """One persistent jail: its root directory and (once started) its init server."""
+
+    def __init__(self, prefix_for: Callable[[Path], list[str]], starter: _Starter,
+                 base_dir: Path | None) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="rtlforge-jail-", dir=base_dir)).resolve()
+        self._secure_root()
+        self._prefix_for = prefix_for  # bwrap ... -- for a root
+        self._starter = starter
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._control: socket.socket | None = None
+        self.lock = threading.Lock()  # one run at a time
+        self.broken = False
+
+    def _secure_root(self) -> None:
+        os.chmod(self.root, 0o711)  # traversable, not listable
+        if os.geteuid() == 0:
+            # owned by an uid the jail does not map: it may enter, never create or chmod here
+            os.chown(self.root, _UNMAPPED_UID, _UNMAPPED_UID)
+
+    def _start(self) -> socket.socket:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = [*self._prefix_for(self.root), sys.executable, "-I", "-S", _SERVER,
+                str(theirs.fileno())]
+        try:
+            proc = self._starter(lambda: subprocess.Popen(
+                argv, pass_fds=(theirs.fileno(),), start_new_session=True, cwd="/", env={},
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        except OSError as exc:
+            ours.close()
+            raise SpawnerUnavailable(f"cannot start a pooled jail: {exc}") from exc
+        finally:
+            theirs.close()
+        ours.settimeout(20)
+        try:
+            hello = marshal.loads(ours.recv(4096))
+        except (OSError, EOFError, ValueError):
+            hello = {}
+        ours.settimeout(None)
+        if "ready" not in hello:
+            ours.close()
+            self._kill(proc)
+            raise SpawnerUnavailable(f"the pooled jail did not start: {hello}")
+        self._proc, self._control = proc, ours
+        return ours
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, 9)  # bwrap leads its session; its init dies with it
+        proc.wait()
+
+    def spawn(self, path: str, argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
+              rlimits: Mapping[str, int], stdout: int, stderr: int,
+              stdin: int | None = None) -> JailedProcess:
+        if self.broken:
+            raise SpawnError("the pooled jail was closed")
+        if self._proc is not None and self._proc.poll() is not None:
+            # it died between runs (nothing of it is left): start a fresh one
+            self._drop()
+        control = self._control or self._start()
+        msg = marshal.dumps({"path": path, "argv": list(argv), "cwd": cwd, "env": dict(env),
+                             "rlimits": dict(rlimits)})
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        stdio = [stdout, stderr] if stdin is None else [stdout, stderr, stdin]
+        try:
+            socket.send_fds(control, [msg], [theirs.fileno(), *stdio])
+        except OSError as exc:
+            ours.close()
+            self.close()
+            raise SpawnError(f"the pooled jail is gone: {exc}") from exc
+        finally:
+            theirs.close()
+        return JailedProcess(ours, self)
+
+    def reset(self) -> bool:
+        """Make the jail fit for another workspace; False (and closed) if it is not."""
+        if self.broken:
+            return False
+        try:
+            self._empty_root()
+        except OSError as exc:
+            log.warning("pooled_jail_discarded", reason=f"cannot empty its root: {exc}")
+            self.close()
+            return False
+        if self._control is None:
+            return True  # never started: nothing ran
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            socket.send_fds(self._control, [marshal.dumps({"reset": 1})], [theirs.fileno()])
+            theirs.close()
+            ours.settimeout(_ACK_S)
+            answer = marshal.loads(ours.recv(4096))
+        except (OSError, EOFError, ValueError) as exc:
+            answer = {"dirty": f"no answer: {exc}"}
+        finally:
+            ours.close()
+            with contextlib.suppress(OSError):
+                theirs.close()
+        if not answer.get("clean"):
+            log.warning("pooled_jail_discarded", reason=answer.get("dirty"))
+            self.close()
+            return False
+        return True
+
+    def _empty_root(self) -> None:
+        """Remove whatever is left in the root (links are removed, never followed)."""
+        self._secure_root()
+        for entry in os.scandir(self.root):
+            if stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+
+    def close(self) -> None:
+        """End the jail: every process in it dies with its init. Its root stays until
+        :meth:`discard` (a workspace may still live there)."""
+        self.broken = True
+        self._drop()
+
+    def _drop(self) -> None:
+        control, self._control = self._control, None
+        if control is not None:
+            control.close()
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            self._kill(proc)
+
+    def discard(self) -> None:
+        """Close the jail and remove its root."""
+        self.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class JailPool:
+    """Idle persistent jails of one runner; a workspace leases one for its lifetime.
+
+    ``starter`` runs the ``Popen`` of a jail on a thread that lives as long as the runner
+    (bubblewrap's ``--die-with-parent`` follows the starting thread)."""
+
+    def __init__(self, prefix_for: Callable[[Path], list[str]], starter: _Starter,
+                 base_dir: Path | None) -> None:
+        self._prefix_for = prefix_for
+        self._starter = starter
+        self._base_dir = base_dir
+        self._idle: list[PooledJail] = []
+        self._lock = threading.Lock()
+
+    def lease(self) -> PooledJail:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return PooledJail(self._prefix_for, self._starter, self._base_dir)
+
+    def give_back(self, jail: PooledJail) -> None:
+        if jail.reset():
+            with self._lock:
+                if len(self._idle) < MAX_IDLE:
+                    self._idle.append(jail)
+                    return
+        jail.discard()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for jail in idle:
+            jail.discard()
