@@ -34,14 +34,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rtlforge.core.errors import IsolationUnavailableError
+from rtlforge.core.log import get_logger
+
+log = get_logger("rtlforge.jail")
 
 #: Environment variable choosing the isolation: ``bwrap`` (default) or ``none`` (opt-out).
 #: The installed rtlforge package: a jailed Python (the gate worker) needs it, and nothing else
@@ -75,6 +80,40 @@ def _python_roots() -> list[Path]:
     roots.add(Path(os.path.realpath(sys.executable)).parent.parent)
     roots.add(PACKAGE_DIR)
     return sorted(roots)
+
+
+#: The device nodes bubblewrap's ``--dev`` binds from the host: (name, major, minor).
+_DEVICES = (("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8),
+            ("urandom", 1, 9), ("tty", 5, 0))
+
+
+def _private_devices() -> Path | None:
+    """A directory of our own device nodes for the jail's ``/dev``, when the host runs as root.
+
+    Why: bubblewrap maps the jail's uid to its caller's, so on a root host a jailed tool owns
+    every root-owned file it can reach on a writable mount. ``--dev`` bind-mounts the host's
+    own ``/dev/null`` (and zero, random, ...), so ``chmod 0 /dev/null`` inside a jail changed
+    the host's ``/dev/null``. Nodes we create, owned by a host uid the jail does not map
+    (``JAIL_UID`` on the host), work the same but cannot be chmod-ed from inside, and are
+    not the host's. Unprivileged callers need none: root's nodes are not theirs to change.
+    """
+    if os.geteuid() != 0:
+        return None
+    path = Path(tempfile.mkdtemp(prefix="rtlforge-dev-"))
+    try:
+        os.chmod(path, 0o755)
+        for name, major, minor in _DEVICES:
+            node = path / name
+            os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+            os.chmod(node, 0o666)  # mknod applies the umask
+            os.chown(node, JAIL_UID, JAIL_UID)
+    except OSError as exc:
+        shutil.rmtree(path, ignore_errors=True)
+        log.warning("jail_devices_shared", error=str(exc),
+                    effect="the jail binds the host's device nodes: a jailed tool running as "
+                           "root's uid could change their modes")
+        return None
+    return path
 
 
 def _covered(path: Path, roots: Iterable[Path]) -> bool:
@@ -121,10 +160,22 @@ class Jail:
             if path.exists() and not _covered(path, roots):
                 base += ["--ro-bind", str(path), str(path)]
                 roots.append(path)
-        base += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        base += ["--proc", "/proc", "--dev", "/dev"]
+        devices = _private_devices()
+        if devices is not None:
+            for name, _, _ in _DEVICES:
+                base += ["--dev-bind", str(devices / name), f"/dev/{name}"]
+        base += ["--tmpfs", "/tmp"]
         jail = cls(bwrap=bwrap, base=tuple(base), roots=tuple(roots),
                    python=tuple(p for p in _python_roots() if not _covered(p, roots)))
-        jail.probe()
+        if devices is not None:
+            weakref.finalize(jail, shutil.rmtree, devices, True)
+        try:
+            jail.probe()
+        except IsolationUnavailableError:
+            if devices is not None:
+                shutil.rmtree(devices, ignore_errors=True)
+            raise
         return jail
 
     def argv(self, run_dir: Path, ro_paths: Sequence[str | Path] = (), *,
