@@ -68,6 +68,8 @@ BRANCH: dict[str, str] = {
     "rtlforge.plugins.generators.scripted:ScriptExhausted": INFRA,  # the script, not the design
     # the candidate's own fault
     "rtlforge.core.errors:SecurityViolation": DESIGN,
+    # a link, FIFO or device where the host expected a regular file: only the run made it
+    "rtlforge.sandbox.runfiles:PlantedFileError": DESIGN,
     "rtlforge.core.errors:ExtractionError": DESIGN,
     "rtlforge.core.errors:InvalidSourceError": DESIGN,
     "rtlforge.plugins.estimators.ppa:PPAError": DESIGN,  # does not synthesise, no timed path

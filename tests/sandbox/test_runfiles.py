@@ -52,8 +52,15 @@ def _plant(kind: str, target: Path, host: dict[str, Path]) -> None:
     elif kind == "fifo":
         os.mkfifo(target)
     elif kind == "socket":
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.bind(str(target))
+        # bound relative to its directory: a run directory's path can exceed AF_UNIX's 108
+        # bytes (pooled jails nest it one level deeper), a socket file's name cannot
+        here = os.getcwd()
+        os.chdir(target.parent)
+        try:
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.bind(target.name)
+        finally:
+            os.chdir(here)
     elif kind == "hard_link":
         # Inside a jail only a run-dir file can be linked; the host's own secret stands in for
         # what isolation="none" would allow.
