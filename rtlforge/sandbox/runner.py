@@ -396,6 +396,7 @@ class SandboxRunner:
         self._jail_error: IsolationUnavailableError | None = None
         self._jail_lock = threading.Lock()
         self._workspaces: dict[Path, _Workspace] = {}
+        self._exe_cache: dict[str, tuple[bool, Path | None, bool]] = {}
         self._workspaces_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _finalize, self._spawners, self._launchers,
                                            self._pools, self._workspaces, keep_workspaces)
@@ -507,9 +508,14 @@ class SandboxRunner:
             return self._pool
 
     def _workspace_of(self, cwd: str | Path) -> _Workspace:
-        path = Path(cwd).resolve()
+        # the path workspace() yielded (the usual caller) is a key as given; resolve otherwise
+        path = cwd if isinstance(cwd, Path) else Path(cwd)
         with self._workspaces_lock:
             ws = self._workspaces.get(path)
+        if ws is None:
+            path = path.resolve()
+            with self._workspaces_lock:
+                ws = self._workspaces.get(path)
         if ws is None:
             raise SandboxError(f"{cwd} is not a live workspace of this runner: tools run only "
                                "in directories from SandboxRunner.workspace()")
@@ -584,15 +590,28 @@ class SandboxRunner:
         if jail is None:
             prefix = network_isolation_prefix() if limits.no_network else []
             return [exe, *argv[1:]], prefix, tool, ws, bool(prefix)
-        extra = list(ro_paths)
-        # A tool outside the system directories (a venv's launcher script) may need Python.
-        python = jail.starts_python(exe) or not jail.visible(exe)
-        if not jail.visible(exe):
-            extra.append(Path(os.path.realpath(exe)).parent.parent)
-        if pooled and ws.jail is not None and not ws.jail.broken \
-                and all(jail.visible_pooled(p) for p in extra):
+        python, home, home_pooled = self._exe_facts(jail, exe, cache=os.sep not in argv[0])
+        extra = [*ro_paths, *((home,) if home is not None else ())]
+        if pooled and ws.jail is not None and not ws.jail.broken and home_pooled \
+                and all(jail.visible_pooled(p) for p in ro_paths):
             return [exe, *argv[1:]], [], tool, ws, True
         return [*jail.argv(ws.path, extra, python=python), exe, *argv[1:]], [], tool, ws, True
+
+    def _exe_facts(self, jail: Jail, exe: str, *, cache: bool,
+                   ) -> tuple[bool, Path | None, bool]:
+        """Whether ``exe`` needs the Python runtime bound, the directory to bind for a tool
+        outside the system directories (a venv's launcher script) or None, and whether the
+        pooled jails already see that directory. Kept per runner for tools found by name on
+        PATH (as :func:`find_tool` keeps them); a path (``./obj_dir/Vtb``) is asked afresh."""
+        facts = self._exe_cache.get(exe) if cache else None
+        if facts is None:
+            visible = jail.visible(exe)
+            home = None if visible else Path(os.path.realpath(exe)).parent.parent
+            facts = (jail.starts_python(exe) or not visible, home,
+                     home is None or jail.visible_pooled(home))
+            if cache:
+                self._exe_cache[exe] = facts
+        return facts
 
     def _admit(self, ws: _Workspace) -> None:
         """Gate whatever was written into the workspace without :meth:`put` (a plugin that
