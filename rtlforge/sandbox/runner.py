@@ -69,7 +69,7 @@ from rtlforge.sandbox.jail import ISOLATION_ENV, Jail, isolation_choice
 from rtlforge.sandbox.pool import JailedProcess, JailPool, PooledJail
 
 if TYPE_CHECKING:
-    from rtlforge.sandbox.gate import Gate, Role
+    from rtlforge.sandbox.gate import Containment, Gate, Role
 
 log = get_logger("rtlforge.runner")
 
@@ -523,7 +523,8 @@ class SandboxRunner:
 
     def put(self, workdir: str | Path, files: Sequence[SourceFile], *, role: Role,
             readable: Iterable[str] | None = None,
-            rewrite: Callable[[SourceFile], str] | None = None) -> tuple[SourceFile, ...]:
+            rewrite: Callable[[SourceFile], str] | None = None,
+            contain: Containment | None = None) -> tuple[SourceFile, ...]:
         """Check ``files`` and write them into the workspace; return them as written.
 
         Text is normalised first (line endings to LF, so every reader splits lines alike) and
@@ -532,7 +533,9 @@ class SandboxRunner:
         (default: everything already in the workspace plus these). Raises
         :class:`SecurityViolation`; nothing is written unless all files pass. ``rewrite``
         changes a file after the check (the pipeline adds its verdict markers to testbenches):
-        only for our own, trusted additions.
+        only for our own, trusted additions. ``contain`` (testbench, support, predefines) also
+        checks, in the same request to the gate, that the design names nothing of the
+        testbench's (:meth:`Gate.contained`).
         """
         ws = self._workspace_of(workdir)
         clean = tuple(normalise_source(f) for f in files)
@@ -542,7 +545,7 @@ class SandboxRunner:
         if readable is None:
             readable = {*ws.names(), *(f.name for f in clean)}
         if not self.unsafe_skip_gate and role != "trusted":
-            self.gate.check(clean, role=role, available=readable)
+            self.gate.check(clean, role=role, available=readable, contain=contain)
         for f in clean:
             # A fresh file: whatever an earlier run left under this name (a link) is replaced.
             runfiles.replace_file(ws.path, f.name, rewrite(f) if rewrite is not None
