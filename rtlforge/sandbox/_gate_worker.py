@@ -51,7 +51,15 @@ def main() -> None:
             return
         request = json.loads(inp.read(int.from_bytes(head, "big")))
         try:
-            send(_answer(request))
+            if request.get("op") == "batch":  # in order, up to the first violation or error
+                results = []
+                for sub in request["requests"]:
+                    results.append(_answer(sub))
+                    if "ok" not in results[-1]:
+                        break
+                send({"results": results})
+            else:
+                send(_answer(request))
         except MemoryError:
             raise
         except Exception as exc:  # noqa: BLE001 - reported to the client as an internal error

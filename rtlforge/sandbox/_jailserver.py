@@ -14,7 +14,8 @@ init (``bwrap --as-pid-1``). Being init is what makes it safe to keep:
 
 Each tool is forked (this small, single-threaded process; the host never forks Python) and
 gets, before ``execve``: its own session, the rlimits of its request (hard = soft; POSIX message
-queues are refused by ``RLIMIT_MSGQUEUE=0``), default SIGPIPE/SIGXFSZ/SIGINT, its pipes.
+queues are refused by ``RLIMIT_MSGQUEUE=0``), every signal the init ignores at its default, its
+pipes. The child for the next run is forked ahead, while the jail is quiet (:class:`_Zygote`).
 
 When the host is done with a run (it closes or half-closes the run's reply socket) or it asks to
 kill it (timeout, output flood), the server kills *every* process in the jail (``kill(-1)``,
@@ -145,6 +146,93 @@ class _Run:
         self.exited = False
 
 
+#: Signals the init ignores; a tool gets them back at their defaults (ignoring survives exec).
+_IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2,
+            signal.SIGALRM, signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def _default_signals() -> None:
+    for sig in _IGNORED:
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _become(req: dict[str, Any], stdio: Sequence[int]) -> None:
+    """In a forked child: apply the run's rlimits and pipes, exec the tool; never returns."""
+    code = 127
+    try:
+        for name, value in req["rlimits"].items():
+            resource.setrlimit(getattr(resource, name), (value, value))
+        for target, fd in enumerate(stdio):
+            os.dup2(fd, target)
+        os.execve(req["path"], req["argv"], req["env"])
+    except OSError as exc:
+        code = 127 if exc.errno == errno.ENOENT else 126
+        with contextlib.suppress(OSError):
+            os.write(1, f"{req['path']}: cannot execute: {exc.strerror}\n".encode())
+    finally:
+        os._exit(code)
+
+
+class _Zygote:
+    """A child forked ahead of the next run, while the jail is quiet and the host is busy
+    elsewhere: forking this process (and the copy-on-write faults of its first steps) costs
+    about a millisecond here, which would otherwise sit between a request and the tool's
+    start. It exists only while no run is in flight (a tool never meets it), in its own
+    session with default signals, and waits for one request: the run's message and its three
+    stdio descriptors. It then sets the rlimits, takes the pipes and execs, exactly as a
+    child forked on request does; if the init closes its end instead, it exits."""
+
+    __slots__ = ("pid", "sock")
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+
+    @classmethod
+    def fork(cls) -> _Zygote | None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:  # the zygote: only system calls until exec
+            try:
+                ours.close()
+                os.setsid()
+                _default_signals()
+                raw, ancdata, flags, _ = theirs.recvmsg(
+                    MAX_REQUEST, socket.CMSG_SPACE(3 * 4), socket.MSG_CMSG_CLOEXEC)
+                fds = array.array("i")
+                for level, kind, data in ancdata:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+                if len(fds) != 3 or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+                    os._exit(0)  # the init gave us up
+                req = marshal.loads(raw)
+                os.chdir(req["cwd"])
+                _become(req, fds)
+            finally:
+                os._exit(126)
+        theirs.close()
+        return cls(pid, ours)
+
+    def start(self, raw: bytes, stdio: Sequence[int]) -> bool:
+        """Hand the run over; False if the zygote is gone (the caller forks instead)."""
+        try:
+            socket.send_fds(self.sock, [raw], list(stdio))
+        except OSError:
+            return False
+        finally:
+            self.sock.close()
+        return True
+
+    def drop(self) -> None:
+        """Let it go (it exits on EOF; a sweep kills and reaps it in any case)."""
+        self.sock.close()
+
+
 class _Server:
     def __init__(self, control: socket.socket) -> None:
         self.control = control
@@ -155,7 +243,19 @@ class _Server:
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.buf = bytearray(MAX_REQUEST)
         self.baseline = _fingerprint()
+        self.zygote: _Zygote | None = None
         self._watch(control.fileno(), self._request)
+        self._prefork()
+
+    def _prefork(self) -> None:
+        """Fork the next run's child now, if the jail is quiet (nothing of a tool alive)."""
+        if self.zygote is None and not self.runs and self.accepting:
+            self.zygote = _Zygote.fork()
+
+    def _drop_zygote(self) -> None:
+        zygote, self.zygote = self.zygote, None
+        if zygote is not None:
+            zygote.drop()
 
     def _watch(self, fd: int, handler: Callable[[], None]) -> None:
         self.poller.register(fd, select.EPOLLIN)
@@ -198,13 +298,14 @@ class _Server:
                 _send(reply, {"error": "malformed request"})
                 reply.close()
             else:
-                self._launch(req, reply, stdio)
+                self._launch(req, reply, stdio, bytes(self.buf[:nbytes]))
         finally:
             for fd in stdio:
                 os.close(fd)
 
     def _reset(self, reply: socket.socket) -> None:
         problem = None
+        self._drop_zygote()
         if self.runs:
             problem = "a run is still in flight"
         elif not sweep():
@@ -222,8 +323,10 @@ class _Server:
         reply.close()
         if problem is not None:
             self.accepting = False
+        self._prefork()
 
-    def _launch(self, req: dict[str, Any], reply: socket.socket, stdio: Sequence[int]) -> None:
+    def _launch(self, req: dict[str, Any], reply: socket.socket, stdio: Sequence[int],
+                raw: bytes) -> None:
         order = [stdio[2] if len(stdio) == 3 else self.devnull, stdio[0], stdio[1]]
         try:
             os.chdir(req["cwd"])
@@ -231,30 +334,23 @@ class _Server:
             _send(reply, {"error": f"{type(exc).__name__}: {exc}"})
             reply.close()
             return
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            _send(reply, {"error": f"{type(exc).__name__}: {exc}"})
-            reply.close()
-            return
-        if pid == 0:  # the child: only system calls from here to exec
-            code = 127
+        zygote, self.zygote = self.zygote, None
+        if zygote is not None and zygote.start(raw, order):
+            pid = zygote.pid
+        else:
             try:
-                os.setsid()
-                for name, value in req["rlimits"].items():
-                    resource.setrlimit(getattr(resource, name), (value, value))
-                for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM,
-                            signal.SIGHUP):
-                    signal.signal(sig, signal.SIG_DFL)
-                for target, fd in enumerate(order):
-                    os.dup2(fd, target)
-                os.execve(req["path"], req["argv"], req["env"])
+                pid = os.fork()
             except OSError as exc:
-                code = 127 if exc.errno == errno.ENOENT else 126
-                with contextlib.suppress(OSError):
-                    os.write(1, f"{req['path']}: cannot execute: {exc.strerror}\n".encode())
-            finally:
-                os._exit(code)
+                _send(reply, {"error": f"{type(exc).__name__}: {exc}"})
+                reply.close()
+                return
+            if pid == 0:  # the child: only system calls from here to exec
+                try:
+                    os.setsid()
+                    _default_signals()
+                    _become(req, order)
+                finally:
+                    os._exit(126)
         run = self.runs[pid] = _Run(reply)
         try:
             run.pidfd = os.pidfd_open(pid)
@@ -315,6 +411,7 @@ class _Server:
             run.reply.close()  # the host waits for this EOF: the jail is quiet again
         if not ok:
             self.accepting = False
+        self._prefork()  # while the host turns the output into a verdict
 
 
 def main(argv: Sequence[str]) -> None:
@@ -324,8 +421,7 @@ def main(argv: Sequence[str]) -> None:
     if os.getpid() != 1:
         control.send(marshal.dumps({"unavailable": "not the init of a PID namespace"}))
         return
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2,
-                signal.SIGALRM, signal.SIGPIPE, signal.SIGXFSZ):
+    for sig in _IGNORED:
         signal.signal(sig, signal.SIG_IGN)
     try:
         import ctypes

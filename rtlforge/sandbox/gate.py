@@ -142,10 +142,18 @@ class Gate:
     # ------------------------------------------------------------------ public checks
 
     def check(self, files: Sequence[SourceFile], *, role: Role,
-              available: Collection[str] = ()) -> None:
-        """Raise :class:`SecurityViolation` if ``files`` are unsafe for ``role``."""
-        self._ask({"op": "check", "role": role, "available": sorted(set(available)),
-                   "files": [[f.name, f.content] for f in files]})
+              available: Collection[str] = (),
+              contain: Containment | None = None) -> None:
+        """Raise :class:`SecurityViolation` if ``files`` are unsafe for ``role``.
+
+        ``contain`` (testbench, support, predefines): also check, after that, that ``files``
+        (a design) name nothing of the testbench's (:meth:`contained`), in the same round trip
+        to a worker."""
+        requests = [{"op": "check", "role": role, "available": sorted(set(available)),
+                     "files": [[f.name, f.content] for f in files]}]
+        if contain is not None:
+            requests.append(_contain_request(files, *contain))
+        self._ask_all(requests)
 
     def contained(self, design: Sequence[SourceFile], testbench: Sequence[SourceFile],
                   support: Sequence[SourceFile] = (),
@@ -155,11 +163,7 @@ class Gate:
         ``predefines``: one macro set per tool that will compile the design (``NAME`` or
         ``NAME=VALUE``); the check judges the program each of them preprocesses.
         """
-        views = sorted({tuple(p) for p in predefines}) or [()]
-        self._ask({"op": "contain", "design": [[f.name, f.content] for f in design],
-                   "testbench": [[f.name, f.content] for f in testbench],
-                   "support": [[f.name, f.content] for f in support],
-                   "predefines": [list(v) for v in views]})
+        self._ask_all([_contain_request(design, testbench, support, predefines)])
 
     def close(self) -> None:
         with self._lock:
@@ -184,37 +188,78 @@ class Gate:
         if not pooled:
             worker.close()
 
-    def _ask(self, request: dict[str, Any]) -> None:
-        key = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
-        with self._lock:
-            if key in self._memo:
-                self._memo.move_to_end(key)
-                return _raise(self._memo[key])
+    def _ask_all(self, requests: Sequence[dict[str, Any]]) -> None:
+        """Answer ``requests`` in order, raising the first violation; what the memo does not
+        know goes to one worker in one round trip (a validation's design check and
+        containment are one request, not two)."""
+        keys = [hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()
+                for r in requests]
+        todo: list[tuple[str, dict[str, Any]]] = []
+        known: dict[str, Any] | None = None  # a memoised violation after the misses
+        for key, request in zip(keys, requests, strict=True):
+            with self._lock:
+                hit = key in self._memo
+                if hit:
+                    self._memo.move_to_end(key)
+                    verdict = self._memo[key]
+            if not hit:
+                todo.append((key, request))
+            elif verdict is not None:
+                known = verdict
+                break
+        if todo:
+            self._run([r for _, r in todo], [k for k, _ in todo])
+        _raise(known)
+
+    def _run(self, requests: list[dict[str, Any]], keys: list[str]) -> None:
         worker = self._borrow()
         start = time.monotonic()  # after a fresh worker's start-up, which is not the input's
+        budget = self.timeout_s * len(requests)  # each request keeps its own budget
+        single = len(requests) == 1
         try:
-            reply = worker.ask(request, self.timeout_s)
+            reply = worker.ask(requests[0] if single else {"op": "batch", "requests": requests},
+                               budget)
         except BaseException:
             worker.close()
             raise
         if reply is None:  # out of time or memory: the worker is dead or must be
             worker.close()
             seconds = time.monotonic() - start
-            why = (f"ran past its {self.timeout_s:g} s budget" if seconds >= self.timeout_s
+            why = (f"ran past its {self.timeout_s:g} s budget" if seconds >= budget
                    else f"ran out of memory ({self.memory_mb} MB) or crashed on this input")
             log.warning("gate_budget_exceeded", why=why)
-            first = request.get("files") or request.get("design") or [["?", ""]]
+            first = requests[0].get("files") or requests[0].get("design") or [["?", ""]]
             raise SecurityViolation(f"too expensive to check: the security check {why}",
                                     file=first[0][0], line=None, construct="gate budget")
         self._give_back(worker)
-        if "error" in reply:
-            raise SandboxError(f"the security check crashed: {reply['error']}")
-        verdict = reply.get("violation")
-        with self._lock:
-            self._memo[key] = verdict
-            while len(self._memo) > _MEMO_SIZE:
-                self._memo.popitem(last=False)
-        _raise(verdict)
+        results = [reply] if single else reply.get("results")
+        if not isinstance(results, list):
+            results = [{"error": reply.get("error", f"malformed reply {reply!r}")}]
+        for key, result in zip(keys, results, strict=False):
+            if "error" in result:
+                raise SandboxError(f"the security check crashed: {result['error']}")
+            verdict = result.get("violation")
+            with self._lock:
+                self._memo[key] = verdict
+                while len(self._memo) > _MEMO_SIZE:
+                    self._memo.popitem(last=False)
+            _raise(verdict)
+        if len(results) < len(keys):
+            raise SandboxError("the security check answered part of a batch without a "
+                               "violation")
+
+
+Containment = tuple[Sequence[SourceFile], Sequence[SourceFile], Collection[Sequence[str]]]
+
+
+def _contain_request(design: Sequence[SourceFile], testbench: Sequence[SourceFile],
+                     support: Sequence[SourceFile] = (),
+                     predefines: Collection[Sequence[str]] = ((),)) -> dict[str, Any]:
+    views = sorted({tuple(p) for p in predefines}) or [()]
+    return {"op": "contain", "design": [[f.name, f.content] for f in design],
+            "testbench": [[f.name, f.content] for f in testbench],
+            "support": [[f.name, f.content] for f in support],
+            "predefines": [list(v) for v in views]}
 
 
 def _raise(violation: dict[str, Any] | None) -> None:

@@ -6,8 +6,10 @@ bubblewrap sandbox (the same namespaces, uid, binds and capabilities as a per-ru
 only writable host directory is the jail's own *root*, a fresh directory in which the
 workspace's run directory is created. The jail serves that workspace's tool runs one at a time
 (the lease holds a lock around each run), killing everything in the jail after each; when the
-workspace closes, the jail is reset (scratch space wiped, nothing else changed, else it is
-thrown away) and its root emptied by the host before the next workspace may lease it. So a
+workspace closes, its root is emptied by the host and the jail is reset (scratch space wiped,
+nothing else changed, else it is thrown away); the next workspace leases it only once the
+init has answered that reset clean (the answer is read at the lease, so the workspace that
+ended does not wait for it). So a
 later workspace never meets a process, file or IPC object of an earlier one.
 
 The jail root is not writable from inside when the host runs as root (it is owned by an uid
@@ -91,6 +93,7 @@ class PooledJail:
         self._control: socket.socket | None = None
         self.lock = threading.Lock()  # one run at a time
         self.broken = False
+        self._pending: socket.socket | None = None  # the answer to a reset not yet read
 
     def _secure_root(self) -> None:
         os.chmod(self.root, 0o711)  # traversable, not listable
@@ -155,6 +158,13 @@ class PooledJail:
 
     def reset(self) -> bool:
         """Make the jail fit for another workspace; False (and closed) if it is not."""
+        return self.begin_reset() and self.finish_reset()
+
+    def begin_reset(self) -> bool:
+        """Empty the root and ask the init to wipe and check its scratch state, without
+        waiting for the answer (it comes while the host does other work); False (and closed)
+        if the root cannot be emptied. :meth:`finish_reset` must say yes before the jail
+        serves another workspace."""
         if self.broken:
             return False
         try:
@@ -168,15 +178,30 @@ class PooledJail:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             socket.send_fds(self._control, [marshal.dumps({"reset": 1})], [theirs.fileno()])
+        except OSError:
+            pass  # no answer will come: finish_reset says so
+        finally:
             theirs.close()
-            ours.settimeout(_ACK_S)
-            answer = marshal.loads(ours.recv(4096))
+        self._pending = ours
+        return True
+
+    def finish_reset(self) -> bool:
+        """The init's answer to :meth:`begin_reset`: True if the jail is clean; otherwise it is
+        closed (and the caller discards it)."""
+        pending, self._pending = self._pending, None
+        if self.broken:
+            if pending is not None:
+                pending.close()
+            return False
+        if pending is None:
+            return True
+        try:
+            pending.settimeout(_ACK_S)
+            answer = marshal.loads(pending.recv(4096))
         except (OSError, EOFError, ValueError) as exc:
             answer = {"dirty": f"no answer: {exc}"}
         finally:
-            ours.close()
-            with contextlib.suppress(OSError):
-                theirs.close()
+            pending.close()
         if not answer.get("clean"):
             log.warning("pooled_jail_discarded", reason=answer.get("dirty"))
             self.close()
@@ -199,6 +224,9 @@ class PooledJail:
         self._drop()
 
     def _drop(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.close()
         control, self._control = self._control, None
         if control is not None:
             control.close()
@@ -227,13 +255,20 @@ class JailPool:
         self._lock = threading.Lock()
 
     def lease(self) -> PooledJail:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return PooledJail(self._prefix_for, self._starter, self._base_dir)
+        """An idle jail whose reset came back clean, or a new one."""
+        while True:
+            with self._lock:
+                jail = self._idle.pop(0) if self._idle else None  # the longest idle first
+            if jail is None:
+                return PooledJail(self._prefix_for, self._starter, self._base_dir)
+            if jail.finish_reset():
+                return jail
+            jail.discard()
 
     def give_back(self, jail: PooledJail) -> None:
-        if jail.reset():
+        """Start the jail's reset and keep it idle; its answer is read when it is next leased
+        (off the path of the workspace that just ended)."""
+        if jail.begin_reset():
             with self._lock:
                 if len(self._idle) < MAX_IDLE:
                     self._idle.append(jail)

@@ -69,7 +69,7 @@ from rtlforge.sandbox.jail import ISOLATION_ENV, Jail, isolation_choice
 from rtlforge.sandbox.pool import JailedProcess, JailPool, PooledJail
 
 if TYPE_CHECKING:
-    from rtlforge.sandbox.gate import Gate, Role
+    from rtlforge.sandbox.gate import Containment, Gate, Role
 
 log = get_logger("rtlforge.runner")
 
@@ -396,6 +396,7 @@ class SandboxRunner:
         self._jail_error: IsolationUnavailableError | None = None
         self._jail_lock = threading.Lock()
         self._workspaces: dict[Path, _Workspace] = {}
+        self._exe_cache: dict[str, tuple[bool, Path | None, bool]] = {}
         self._workspaces_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _finalize, self._spawners, self._launchers,
                                            self._pools, self._workspaces, keep_workspaces)
@@ -507,9 +508,14 @@ class SandboxRunner:
             return self._pool
 
     def _workspace_of(self, cwd: str | Path) -> _Workspace:
-        path = Path(cwd).resolve()
+        # the path workspace() yielded (the usual caller) is a key as given; resolve otherwise
+        path = cwd if isinstance(cwd, Path) else Path(cwd)
         with self._workspaces_lock:
             ws = self._workspaces.get(path)
+        if ws is None:
+            path = path.resolve()
+            with self._workspaces_lock:
+                ws = self._workspaces.get(path)
         if ws is None:
             raise SandboxError(f"{cwd} is not a live workspace of this runner: tools run only "
                                "in directories from SandboxRunner.workspace()")
@@ -517,7 +523,8 @@ class SandboxRunner:
 
     def put(self, workdir: str | Path, files: Sequence[SourceFile], *, role: Role,
             readable: Iterable[str] | None = None,
-            rewrite: Callable[[SourceFile], str] | None = None) -> tuple[SourceFile, ...]:
+            rewrite: Callable[[SourceFile], str] | None = None,
+            contain: Containment | None = None) -> tuple[SourceFile, ...]:
         """Check ``files`` and write them into the workspace; return them as written.
 
         Text is normalised first (line endings to LF, so every reader splits lines alike) and
@@ -526,7 +533,9 @@ class SandboxRunner:
         (default: everything already in the workspace plus these). Raises
         :class:`SecurityViolation`; nothing is written unless all files pass. ``rewrite``
         changes a file after the check (the pipeline adds its verdict markers to testbenches):
-        only for our own, trusted additions.
+        only for our own, trusted additions. ``contain`` (testbench, support, predefines) also
+        checks, in the same request to the gate, that the design names nothing of the
+        testbench's (:meth:`Gate.contained`).
         """
         ws = self._workspace_of(workdir)
         clean = tuple(normalise_source(f) for f in files)
@@ -536,7 +545,7 @@ class SandboxRunner:
         if readable is None:
             readable = {*ws.names(), *(f.name for f in clean)}
         if not self.unsafe_skip_gate and role != "trusted":
-            self.gate.check(clean, role=role, available=readable)
+            self.gate.check(clean, role=role, available=readable, contain=contain)
         for f in clean:
             # A fresh file: whatever an earlier run left under this name (a link) is replaced.
             runfiles.replace_file(ws.path, f.name, rewrite(f) if rewrite is not None
@@ -584,15 +593,28 @@ class SandboxRunner:
         if jail is None:
             prefix = network_isolation_prefix() if limits.no_network else []
             return [exe, *argv[1:]], prefix, tool, ws, bool(prefix)
-        extra = list(ro_paths)
-        # A tool outside the system directories (a venv's launcher script) may need Python.
-        python = jail.starts_python(exe) or not jail.visible(exe)
-        if not jail.visible(exe):
-            extra.append(Path(os.path.realpath(exe)).parent.parent)
-        if pooled and ws.jail is not None and not ws.jail.broken \
-                and all(jail.visible_pooled(p) for p in extra):
+        python, home, home_pooled = self._exe_facts(jail, exe, cache=os.sep not in argv[0])
+        extra = [*ro_paths, *((home,) if home is not None else ())]
+        if pooled and ws.jail is not None and not ws.jail.broken and home_pooled \
+                and all(jail.visible_pooled(p) for p in ro_paths):
             return [exe, *argv[1:]], [], tool, ws, True
         return [*jail.argv(ws.path, extra, python=python), exe, *argv[1:]], [], tool, ws, True
+
+    def _exe_facts(self, jail: Jail, exe: str, *, cache: bool,
+                   ) -> tuple[bool, Path | None, bool]:
+        """Whether ``exe`` needs the Python runtime bound, the directory to bind for a tool
+        outside the system directories (a venv's launcher script) or None, and whether the
+        pooled jails already see that directory. Kept per runner for tools found by name on
+        PATH (as :func:`find_tool` keeps them); a path (``./obj_dir/Vtb``) is asked afresh."""
+        facts = self._exe_cache.get(exe) if cache else None
+        if facts is None:
+            visible = jail.visible(exe)
+            home = None if visible else Path(os.path.realpath(exe)).parent.parent
+            facts = (jail.starts_python(exe) or not visible, home,
+                     home is None or jail.visible_pooled(home))
+            if cache:
+                self._exe_cache[exe] = facts
+        return facts
 
     def _admit(self, ws: _Workspace) -> None:
         """Gate whatever was written into the workspace without :meth:`put` (a plugin that

@@ -440,8 +440,11 @@ class Pipeline:
         files = {f.name: f.content for f in (*task.support, *task.testbench, *candidate.files)}
         try:
             runner.put(workdir, task.support, role="testbench", readable=everything)
-            design = runner.put(workdir, candidate.files, role="design",
-                                readable=[*support, *(f.name for f in candidate.files)])
+            # the design's check and its containment (under every tool's macros) are one
+            # request to the gate
+            runner.put(workdir, candidate.files, role="design",
+                       readable=[*support, *(f.name for f in candidate.files)],
+                       contain=(task.testbench, task.support, self._predefines(task)))
             runner.put(workdir, task.testbench, role="testbench", readable=everything,
                        rewrite=lambda f: instrument_testbench(
                            rename_testbench(f.content, renames), nonce)
@@ -450,9 +453,6 @@ class Pipeline:
                 # Python that cocotb runs inside the jail; no HDL tool reads it, so the gate has
                 # nothing to judge (and the design may not read it).
                 runner.put(workdir, [task.cocotb_module], role="trusted")
-            if not runner.unsafe_skip_gate:
-                runner.gate.contained(design, task.testbench, task.support,
-                                      predefines=self._predefines(task))
         except InvalidSourceError as exc:
             feedback = make_feedback("invalid_source", str(exc), stage="security", files={},
                                      file=exc.file)

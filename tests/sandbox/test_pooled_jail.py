@@ -140,3 +140,31 @@ def test_parallel_workspaces_stay_isolated(runner: SandboxRunner) -> None:
     for mine, seen, others in results:
         assert seen == mine, "another workspace's /tmp is visible"
         assert others == [], "another workspace's processes are visible"
+
+
+#: The shell's session id, pid, ignored-signal mask, its working directory and its hard limits.
+_STATE = ("set -- $(cat /proc/$$/stat); echo $6 $$; grep SigIgn /proc/$$/status; pwd; "
+          "ulimit -H -t")
+
+
+def test_a_child_forked_ahead_of_its_run_starts_like_one_forked_on_request(
+        runner: SandboxRunner) -> None:
+    # The init forks the next run's child while the jail is quiet. Whether a run gets that
+    # child (every run after the first) or a fresh fork, the tool must start alike: its own
+    # session, no ignored signals, the run's directory and limits, and no other process.
+    seen = []
+    for rounds in range(2):  # the second workspace reuses the jail after its reset
+        with runner.workspace() as wd:
+            for cpu in (3, 5, 7):
+                run = runner.run(["sh", "-c", _STATE], cwd=wd,
+                                 limits=Limits(timeout_s=10, cpu_s=cpu + rounds))
+                assert run.ok, run
+                sid_pid, ignored, cwd, cpu_limit = run.stdout.splitlines()
+                sid, pid = sid_pid.split()
+                assert sid == pid, "the tool does not lead its own session"
+                assert ignored.split()[1] == "0" * 16, f"signals ignored: {ignored}"
+                assert cwd == str(wd)
+                assert cpu_limit == str(cpu + rounds)
+                assert _others(runner, wd) == [], "a process besides the tool's is in the jail"
+                seen.append(pid)
+    assert len(set(seen)) == len(seen)
