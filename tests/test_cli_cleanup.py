@@ -86,7 +86,7 @@ def _simulating(base: Path, seconds: float = 60.0) -> bool:
     """True once a run directory holds the compiled simulation (vvp is then starting)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if any(base.glob("rtlforge-*/.rtlforge-sim.vvp")):
+        if any(base.glob("**/.rtlforge-sim.vvp")):
             time.sleep(0.5)
             return True
         time.sleep(0.05)

@@ -84,8 +84,8 @@ def load_json(text: str | bytes | bytearray, *, what: str = "JSON text",
                 depth += 1
                 if depth > max_depth:
                     pos = match.start()
-                    raise JSONLimitError(
-                        f"{what} nests arrays/objects deeper than {max_depth} levels", text, pos)
+                    raise JSONLimitError(f"{what} is nested deeper than {max_depth} levels "
+                                         "of arrays/objects", text, pos)
             elif token in "]}":
                 depth -= 1
     return json.loads(text)
@@ -125,10 +125,10 @@ def load_toml(text: str, *, what: str = "TOML text", max_depth: int = MAX_DEPTH,
     try:
         data = tomllib.loads(text)
     except RecursionError as exc:  # the pure-Python parser recursing on absurd nesting
-        raise TOMLLimitError(f"{what} nests arrays/tables deeper than {max_depth} levels") \
+        raise TOMLLimitError(f"{what} is nested deeper than {max_depth} levels of arrays/tables") \
             from exc
     if nesting_depth(data, max_depth + 1) > max_depth + 1:  # the document itself is a table
-        raise TOMLLimitError(f"{what} nests arrays/tables deeper than {max_depth} levels")
+        raise TOMLLimitError(f"{what} is nested deeper than {max_depth} levels of arrays/tables")
     return data
 
 

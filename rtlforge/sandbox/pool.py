@@ -252,6 +252,9 @@ class JailPool:
         self._starter = starter
         self._base_dir = base_dir
         self._idle: list[PooledJail] = []
+        #: Jails a workspace holds now: ended with the runner's finalizer too, so a process
+        #: that exits mid-run (its timeout, a signal) leaves no jail root behind.
+        self._leased: set[PooledJail] = set()
         self._lock = threading.Lock()
 
     def lease(self) -> PooledJail:
@@ -260,14 +263,19 @@ class JailPool:
             with self._lock:
                 jail = self._idle.pop(0) if self._idle else None  # the longest idle first
             if jail is None:
-                return PooledJail(self._prefix_for, self._starter, self._base_dir)
-            if jail.finish_reset():
-                return jail
-            jail.discard()
+                jail = PooledJail(self._prefix_for, self._starter, self._base_dir)
+            elif not jail.finish_reset():
+                jail.discard()
+                continue
+            with self._lock:
+                self._leased.add(jail)
+            return jail
 
     def give_back(self, jail: PooledJail) -> None:
         """Start the jail's reset and keep it idle; its answer is read when it is next leased
         (off the path of the workspace that just ended)."""
+        with self._lock:
+            self._leased.discard(jail)
         if jail.begin_reset():
             with self._lock:
                 if len(self._idle) < MAX_IDLE:
@@ -275,8 +283,13 @@ class JailPool:
                     return
         jail.discard()
 
-    def close(self) -> None:
+    def close(self, *, leased: bool = False) -> None:
+        """Discard the idle jails, and with ``leased`` also those workspaces still hold (only
+        when the runner itself ends: their workspaces die with them)."""
         with self._lock:
             idle, self._idle = self._idle, []
-        for jail in idle:
+            held = list(self._leased) if leased else []
+            if leased:
+                self._leased.clear()
+        for jail in (*idle, *held):
             jail.discard()

@@ -242,7 +242,9 @@ def _finalize(spawners: dict[_SpawnerKey, Spawner], launchers: list[_Launcher],
     CLI): stop its processes, and remove the run directories still open: those of long-lived
     workers (the gate's), or of a run the exit cut short. A timeout or a kill must not leave
     a run directory behind."""
-    _close_spawners(spawners, launchers, pools)
+    while pools:
+        pools.pop().close(leased=True)
+    _close_spawners(spawners, launchers)
     if not keep:
         for path in list(workspaces):
             shutil.rmtree(path, ignore_errors=True)
@@ -670,7 +672,12 @@ class SandboxRunner:
                     pooled.close()
                     raise _NoPooledJail from exc
                 except SpawnError as exc:
-                    raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from exc
+                    # the workspace's jail died before this tool started (seen once under
+                    # load): nothing ran, so this run goes to a jail of its own, as without
+                    # the pool, instead of becoming an infrastructure error
+                    log.warning("sandbox_pooled_jail_lost", error=str(exc),
+                                fallback="a bubblewrap jail for this tool run")
+                    raise _NoPooledJail from exc
             spawner = self._spawner_for(prefix, rlimits)
             if spawner is not None:
                 try:
