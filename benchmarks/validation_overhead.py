@@ -1,7 +1,7 @@
 """What a default validation costs against running iverilog + vvp by hand (issue 22, item 6).
 
-Over the RTLLM v2 reference designs (``/work/shared/benchmarks/rtllm``, or ``--rtllm DIR``), one
-run interleaves, per design and repeat:
+Over the RTLLM v2 reference designs (``../shared/benchmarks/rtllm`` beside the checkout, or
+``--rtllm DIR``), one run interleaves, per design and repeat:
 
 - raw: ``iverilog -g2012`` + ``vvp -n`` on the reference and the testbench with ``subprocess``
   in a temporary directory (no sandbox, no gate, no pipeline);
@@ -49,7 +49,8 @@ from rtlforge.tasks.rtllm import load_rtllm
 from rtlforge.validate.cache import MemoryCache
 from rtlforge.validate.pipeline import Pipeline
 
-DEFAULT_RTLLM = Path("/work/shared/benchmarks/rtllm")
+#: ``../shared`` beside the checkout, as CI and the other RTLLM benchmarks lay it out.
+DEFAULT_RTLLM = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "rtllm"
 
 
 def raw_seconds(task: Task) -> float:
