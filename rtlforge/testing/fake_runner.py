@@ -66,6 +66,8 @@ class PutCall:
     workdir: Path
     files: tuple[SourceFile, ...]
     role: str
+    #: Whether the plugin asked for the design-to-testbench containment check with this put.
+    contained: bool = False
 
     @property
     def names(self) -> list[str]:
@@ -130,12 +132,15 @@ class FakeRunner:
 
     def put(self, workdir: str | Path, files: Sequence[SourceFile], *, role: str,
             readable: Iterable[str] | None = None,
-            rewrite: Callable[[SourceFile], str] | None = None) -> tuple[SourceFile, ...]:
+            rewrite: Callable[[SourceFile], str] | None = None,
+            contain: object | None = None) -> tuple[SourceFile, ...]:
+        """Write ``files`` as given; no gate runs, so ``contain`` is only recorded."""
         written = tuple(files)
         path = Path(workdir)
         for f in written:
             (path / f.name).write_text(rewrite(f) if rewrite else f.content, encoding="utf-8")
-        self.puts.append(PutCall(workdir=path, files=written, role=role))
+        self.puts.append(PutCall(workdir=path, files=written, role=role,
+                                 contained=contain is not None))
         return written
 
     def run(self, argv: Sequence[str], cwd: str | Path, *, timeout: float | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -142,6 +143,9 @@ def test_parallel_workspaces_stay_isolated(runner: SandboxRunner) -> None:
         assert others == [], "another workspace's processes are visible"
 
 
+#: The signals a program may handle or rely on the default of (Python leaves out libc's own).
+_USABLE_SIGNALS = sorted(int(s) for s in signal.valid_signals())
+
 #: The shell's session id, pid, ignored-signal mask, its working directory and its hard limits.
 _STATE = ("set -- $(cat /proc/$$/stat); echo $6 $$; grep SigIgn /proc/$$/status; pwd; "
           "ulimit -H -t")
@@ -151,7 +155,9 @@ def test_a_child_forked_ahead_of_its_run_starts_like_one_forked_on_request(
         runner: SandboxRunner) -> None:
     # The init forks the next run's child while the jail is quiet. Whether a run gets that
     # child (every run after the first) or a fresh fork, the tool must start alike: its own
-    # session, no ignored signals, the run's directory and limits, and no other process.
+    # session, no signal ignored that a program may use, the run's directory and limits, and
+    # no other process. (glibc reserves 32 and 33 for itself and reinstalls their handlers in
+    # every program; its posix_spawn leaves them ignored, and some CI hosts do too.)
     seen = []
     for rounds in range(2):  # the second workspace reuses the jail after its reset
         with runner.workspace() as wd:
@@ -162,7 +168,9 @@ def test_a_child_forked_ahead_of_its_run_starts_like_one_forked_on_request(
                 sid_pid, ignored, cwd, cpu_limit = run.stdout.splitlines()
                 sid, pid = sid_pid.split()
                 assert sid == pid, "the tool does not lead its own session"
-                assert ignored.split()[1] == "0" * 16, f"signals ignored: {ignored}"
+                mask = int(ignored.split()[1], 16)
+                assert not [s for s in _USABLE_SIGNALS if mask >> (s - 1) & 1], \
+                    f"signals ignored: {ignored}"
                 assert cwd == str(wd)
                 assert cpu_limit == str(cpu + rounds)
                 assert _others(runner, wd) == [], "a process besides the tool's is in the jail"
