@@ -30,6 +30,7 @@ from rtlforge.core.models import Feedback, PassRule, Verdict
 from rtlforge.core.untrusted import BoundedRegex, compile_regex
 from rtlforge.eda.feedback import make_feedback
 from rtlforge.eda.mismatches import failing_checks
+from rtlforge.eda.modules import VERILOG_KEYWORDS
 
 _NO_FILES: Mapping[str, str] = MappingProxyType({})
 _NONCE_OK = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
@@ -306,37 +307,157 @@ class _NameUse:
     escaped: bool
 
 
+#: Keywords that open a scope ended by their ``end...`` keyword; only what is declared outside
+#: all of them is in the compilation unit's (``$unit``) scope.
+_SCOPE_OPENS = {"module": "endmodule", "macromodule": "endmodule", "interface": "endinterface",
+                "program": "endprogram", "package": "endpackage", "class": "endclass",
+                "primitive": "endprimitive", "checker": "endchecker", "config": "endconfig",
+                "function": "endfunction", "task": "endtask", "covergroup": "endgroup",
+                "property": "endproperty", "sequence": "endsequence"}
+_SCOPE_CLOSES = frozenset(_SCOPE_OPENS.values())
+#: Before one of the keywords above, these make it a prototype or a type name with no body.
+_NO_BODY_BEFORE = frozenset({"extern", "typedef", "virtual", "pure", "import", "export",
+                             "interface", "context"})
+_DPI = frozenset({'"DPI-C"', '"DPI"'})
+#: After a name at ``$unit`` scope, these end or continue its declaration (``integer n = 0;``,
+#: ``reg a, b;``, ``function int f(``); ``[`` only after a type (``integer mem [0:3];``).
+_ENDS_DECLARATOR = frozenset({"=", ";", ",", "("})
+
+
+@dataclass(frozen=True)
+class _Token:
+    text: str
+    start: int
+    end: int
+    kind: str  # "name", "escaped", "other" or "skip" (a string, number or system name)
+
+
 @functools.lru_cache(maxsize=256)
 def _testbench_names(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[_NameUse, ...]]:
-    """Names ``text`` declares globally (every ``ifdef`` branch), names it uses after a ``.``
-    other than ``$root.`` (a port, member or instance of something else), and every name use."""
+    """Names ``text`` declares globally (every ``ifdef`` branch): its modules, packages,
+    interfaces, classes and what it declares in the compilation unit's scope (a variable,
+    parameter, function or type outside every module); names it uses after a ``.`` other than
+    ``$root.`` (a port, member or instance of something else); and every name use."""
+    tokens: list[_Token] = []
+    define_ends = -1  # a `define's body declares nothing where it stands
+    in_define: list[bool] = []
+    for m in _NAME_TOKENS.finditer(text):
+        kind = m.lastgroup or "other"
+        if kind == "skip" and m.group().startswith(("//", "/*")):
+            continue
+        tok = m.group(kind) if kind in ("name", "escaped") else m.group()
+        if (kind == "name" and tok == "define" and tokens and tokens[-1].text == "`"
+                and m.start() == tokens[-1].end):
+            define_ends = _directive_end(text, m.end())
+        tokens.append(_Token(tok, m.start(), m.end(), kind))
+        in_define.append(m.start() < define_ends)
     declared: list[str] = []
     dotted: set[str] = set()
     uses: list[_NameUse] = []
-    prev: list[str] = ["", "", ""]  # the last three significant tokens
-    for m in _NAME_TOKENS.finditer(text):
-        kind = m.lastgroup
-        if kind == "skip":
-            tok = m.group()
-            if tok.startswith(("//", "/*")):
-                continue
-        elif kind in ("name", "escaped"):
-            tok = m.group(kind)
-            uses.append(_NameUse(tok, m.start(), m.end(), kind == "escaped"))
-            if prev[-1] == "." and prev[-2] != "$root":
-                dotted.add(tok)
-            if (prev[-1] in _DECLARES_GLOBAL and prev[-2] != "virtual") or (
-                    prev[-1] in ("automatic", "static") and prev[-2] in _DECLARES_GLOBAL):
-                declared.append(tok)
-        else:
-            tok = m.group()
-        prev = [prev[-2], prev[-1], tok]
+    unit = _UnitScope()
+
+    def text_at(j: int) -> str:
+        return tokens[j].text if 0 <= j < len(tokens) else ""
+
+    for i, t in enumerate(tokens):
+        prev = [text_at(i - 2), text_at(i - 1)]
+        nxt = text_at(i + 1)
+        if t.kind in ("other", "skip"):
+            if not in_define[i]:
+                unit.punctuation(t.text, prev[-1])
+            continue
+        uses.append(_NameUse(t.text, t.start, t.end, t.kind == "escaped"))
+        if prev[-1] == "." and prev[-2] != "$root":
+            dotted.add(t.text)
+        if prev[-1] == "`" or in_define[i]:
+            continue
+        names_a_unit = (prev[-1] in _DECLARES_GLOBAL and prev[-2] != "virtual") or (
+            prev[-1] in ("automatic", "static") and prev[-2] in _DECLARES_GLOBAL)
+        if names_a_unit or (
+                (t.kind == "escaped" or t.text not in VERILOG_KEYWORDS)
+                and prev[-1] not in (".", "'") and prev != [":", ":"]
+                and (nxt, text_at(i + 2)) != (":", ":")
+                and unit.declares(nxt, prev[-1] == "]" or tokens[i - 1].kind == "name")):
+            declared.append(t.text)
+        if t.kind == "name":
+            unit.keyword(t.text, prev[-1])
     return tuple(dict.fromkeys(declared)), tuple(sorted(dotted)), tuple(uses)
+
+
+class _UnitScope:
+    """Where a token stream stands relative to the compilation unit's scope, enough to tell a
+    name being declared there (``integer n = 0, m;``, ``typedef enum {A, B} t;``,
+    ``function int f(``) from one being used (``parameter P = W + X;``)."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # open modules, packages, functions, ...
+        self.header = False  # between a unit-scope function/task keyword and its name
+        self.brackets: list[str] = []  # open (, [, { in this statement; "e" for an enum's {
+        self.assigned = False  # past an = at this statement's (or enum's) own level
+        self.after_enum = False
+
+    def keyword(self, word: str, before: str) -> None:
+        if word in _SCOPE_OPENS and before not in _NO_BODY_BEFORE and before not in _DPI:
+            if self.depth == 0 and word in ("function", "task"):
+                self.header = True
+            self.depth += 1
+        elif word in _SCOPE_CLOSES:
+            self.depth = max(0, self.depth - 1)
+        if word == "enum":
+            self.after_enum = True
+
+    def punctuation(self, char: str, before: str) -> None:
+        if char in "([{":
+            self.brackets.append("e" if char == "{" and self.after_enum else char)
+            if char == "{":
+                self.after_enum = False
+            if self.brackets[-1] == "e":
+                self.assigned = False
+        elif char in ")]}":
+            if self.brackets:
+                closed = self.brackets.pop()
+                if closed == "e":
+                    self.assigned = False
+        elif char == "=" and before not in "=!<>" and self._own_level():
+            self.assigned = True
+        elif char == "," and self._own_level():
+            self.assigned = False
+        elif char == ";" and not self.brackets:
+            self.assigned = False
+            self.header = False
+
+    def _own_level(self) -> bool:
+        return not self.brackets or self.brackets[-1] == "e"
+
+    def declares(self, nxt: str, after_a_type: bool) -> bool:
+        """Whether a name followed by ``nxt`` is declared in the unit's scope here."""
+        if self.header and self.depth == 1 and nxt in ("(", ";"):
+            self.header = False
+            return True
+        if self.depth != 0 or self.assigned:
+            return False
+        if not self.brackets:
+            return nxt in _ENDS_DECLARATOR or (nxt == "[" and after_a_type)
+        return self.brackets[-1] == "e" and nxt in (",", "}", "=", "[")
+
+
+def _directive_end(text: str, pos: int) -> int:
+    """Where a compiler directive starting before ``pos`` ends (its line, with continuations)."""
+    while True:
+        end = text.find("\n", pos)
+        if end < 0:
+            return len(text)
+        if text[pos:end].rstrip("\r").endswith("\\"):
+            pos = end + 1
+            continue
+        return end
 
 
 def testbench_renames(texts: Sequence[str], tag: str, *, keep: Collection[str] = ()
                       ) -> dict[str, str]:
-    """Per-run names for the modules, packages, interfaces and classes the testbench declares.
+    """Per-run names for the modules, packages, interfaces and classes the testbench declares,
+    and for what it declares in the compilation unit's scope (``integer errors;`` before
+    ``module tb``, which a design compiled in the same unit names without a prefix).
 
     A design is written before the run, so a name carrying ``tag`` (fresh per run) is one it
     cannot spell: ``force tb.errors``, ``$root.tb``, ``bind tb`` or ``tb.report()`` then name

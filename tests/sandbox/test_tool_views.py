@@ -165,6 +165,36 @@ def test_testbench_modules_are_renamed_everywhere_the_testbench_names_them() -> 
     assert "top_module dut" in out and "module \\esc__rtlf00ff ;" in out
 
 
+def test_names_declared_in_the_compilation_unit_scope_are_renamed_and_uses_are_not() -> None:
+    # What IEEE 1800 puts in $unit: declarations outside every module. Names only used there
+    # (a package's, a support module's parameter in an expression) must keep their spelling.
+    tb = ("`define BUMP(x) x = x + 1;\n"
+          'import "DPI-C" function int c_add(input int a, b);\n'
+          "typedef logic [3:0] nib_t;\n"
+          "typedef enum logic [1:0] {IDLE, RUN = 2'd2, STOP} st_t;\n"
+          "typedef struct packed { logic lo; logic hi; } pair_t;\n"
+          "parameter W = 8;\n"
+          "parameter W2 = W + SUPPORT_W, W3 = f(A, B);\n"
+          "localparam int unsigned DEPTH = 4;\n"
+          "integer unit_errors = 0, count;\n"
+          "logic [7:0] mem [0:3], other;\n"
+          "function automatic int twice(input int v); int local_v; return 2*v; endfunction\n"
+          "task report; $display(unit_errors); endtask\n"
+          "import pkg::*;\n"
+          "pkg::thing_t value;\n"
+          "module tb; integer inner; pair_t p; top_module dut(.a(p.lo));\n"
+          "  initial `BUMP(unit_errors) endmodule\n")
+    renames = verdicts.testbench_renames([tb], "ab", keep={"top_module"})
+    assert sorted(renames) == sorted([
+        "c_add", "nib_t", "IDLE", "RUN", "STOP", "st_t", "pair_t", "W", "W2", "W3", "DEPTH",
+        "unit_errors", "count", "mem", "other", "twice", "report", "value", "tb"])
+    out = verdicts.rename_testbench(tb, renames)
+    assert "integer unit_errors__rtlfab = 0, count__rtlfab;" in out
+    assert "$display(unit_errors__rtlfab)" in out and "`BUMP(unit_errors__rtlfab)" in out
+    assert "W__rtlfab + SUPPORT_W" in out and "f(A, B)" in out and "import pkg::*;" in out
+    assert "logic lo; logic hi;" in out and "p.lo" in out and "int local_v;" in out
+
+
 def test_a_name_the_testbench_also_uses_after_a_dot_is_left_alone() -> None:
     tb = "module tb; stim stim_i(); top_module dut(.stim(x)); endmodule\nmodule stim; endmodule\n"
     assert verdicts.testbench_renames([tb], "ab", keep={"top_module"}) == {"tb": "tb__rtlfab"}
@@ -199,3 +229,30 @@ def test_a_renamed_testbench_still_judges_and_the_author_never_sees_the_tag(tmp_
         assert report.passed
         assert "where: tb.dut" in report.stages[-1].log
         assert "__rtlf" not in report.model_dump_json()
+
+
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+def test_a_testbench_with_unit_scope_declarations_still_judges_when_renamed(sim: str) -> None:
+    # The corpus' $unit-counter testbench: a right adder passes in both simulators, the wrong
+    # one that forces the counter no longer compiles (gate off: the rename alone stops it).
+    tool = "iverilog" if sim == "icarus" else "verilator"
+    if shutil.which(tool) is None or shutil.which("bwrap") is None:
+        pytest.skip(f"{tool}/bwrap not installed")
+    from rtlforge.core.models import Task, Verdict
+    from rtlforge.sandbox.runner import SandboxRunner
+    from rtlforge.validate.cache import MemoryCache
+    from rtlforge.validate.pipeline import Pipeline
+
+    case = Path(__file__).parent / "attacks" / "corpus" / "c4_unit_scope_counter"
+    task = Task(id="unit_counter", spec="8-bit adder", top="top_module",
+                testbench=(SourceFile(name="tb.v", content=(case / "tb.v").read_text()),))
+    right = ("module top_module(input [7:0] a, input [7:0] b, output [8:0] sum);\n"
+             "  assign sum = a + b;\nendmodule\n")
+    validator = IverilogSim() if sim == "icarus" else VerilatorSim()
+    with SandboxRunner(unsafe_skip_gate=True) as runner:
+        pipeline = Pipeline(validators=[validator], cache=MemoryCache(0), runner=runner)
+        passed = pipeline.validate(task, Candidate.from_source(right))
+        assert passed.passed, passed.summary()
+        forged = pipeline.validate(task, Candidate.from_source((case / "design.v").read_text()))
+        assert forged.verdict is not Verdict.PASS
+        assert "__rtlf" not in forged.model_dump_json()
