@@ -370,21 +370,28 @@ class _Server:
         self._unwatch(run.pidfd)
         os.close(run.pidfd)
         run.exited = True
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        rc = -1 if info is None else (
-            info.si_status if info.si_code == os.CLD_EXITED else -info.si_status)
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped already: its status is lost, not the jail
+            info = None
         # As a per-run jail's namespace dies with its tool: whatever the tool left running
         # dies now, before the host hears the exit status, so it never meets a leftover.
-        if not self._quiet():
+        if not self._quiet(others=len(self.runs) - 1):
             self.accepting = False
-            rc = None
-        if run.reply is None or not _send(run.reply, {"rc": rc} if rc is not None
-                                          else {"error": "processes survived SIGKILL"}):
+            answer: dict[str, Any] = {"error": "processes survived SIGKILL"}
+        elif info is None:
+            answer = {"error": "the tool's exit status was lost"}
+        else:
+            answer = {"rc": info.si_status if info.si_code == os.CLD_EXITED
+                      else -info.si_status}
+        if run.reply is None or not _send(run.reply, answer):
             self._release(pid)
 
-    def _quiet(self) -> bool:
-        """Sweep the jail if no other run is in flight; False if processes survived it."""
-        return sweep() if len(self.runs) == 1 or not self.runs else True
+    def _quiet(self, *, others: int) -> bool:
+        """Sweep the jail unless ``others`` runs are still in flight (a sweep would kill their
+        tools: the host may send the next run before the last one's close reaches us); False
+        if processes survived it."""
+        return sweep() if others == 0 else True
 
     def _message(self, pid: int) -> None:
         run = self.runs[pid]
@@ -405,7 +412,7 @@ class _Server:
         if run.pidfd >= 0 and not run.exited:
             self._unwatch(run.pidfd)
             os.close(run.pidfd)
-        ok = self._quiet()
+        ok = self._quiet(others=len(self.runs))
         if run.reply is not None:
             self._unwatch(run.reply.fileno())
             run.reply.close()  # the host waits for this EOF: the jail is quiet again

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from _processes import tagged
 
+from rtlforge.sandbox.pool import PooledJail
 from rtlforge.sandbox.runner import Limits, SandboxRunner
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
@@ -176,3 +177,44 @@ def test_a_child_forked_ahead_of_its_run_starts_like_one_forked_on_request(
                 assert _others(runner, wd) == [], "a process besides the tool's is in the jail"
                 seen.append(pid)
     assert len(set(seen)) == len(seen)
+
+
+def _init_pid(jail: PooledJail) -> int:
+    """The host pid of the jail's init: the only child of its bubblewrap."""
+    assert jail._proc is not None
+    children = Path(f"/proc/{jail._proc.pid}/task/{jail._proc.pid}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def test_a_run_started_before_the_last_one_is_acknowledged_is_not_swept(
+        runner: SandboxRunner) -> None:
+    # A run's exit status comes first; the host then closes its reply and sends the next run.
+    # When the jail's init wakes to both at once (a loaded machine) and reads the new request
+    # first, closing the old run must not sweep the jail: that killed the new tool and then the
+    # init itself (it waited for a child the sweep had reaped), an infra_error seen in CI.
+    with runner.workspace() as wd:
+        assert runner.run(["true"], cwd=wd).ok  # the jail is started
+        jail = runner._workspace_of(wd).jail
+        assert jail is not None
+        first = jail.spawn("/bin/sh", ["sh", "-c", "exit 3"], cwd=str(wd), env={},
+                           rlimits={}, stdout=os.open(os.devnull, os.O_WRONLY),
+                           stderr=os.open(os.devnull, os.O_WRONLY))
+        assert first.wait(10) == 3
+        init = _init_pid(jail)
+        os.kill(init, signal.SIGSTOP)
+        try:
+            out_r, out_w = os.pipe()
+            second = jail.spawn("/bin/sh", ["sh", "-c", "sleep 0.3; echo alive"], cwd=str(wd),
+                                env={}, rlimits={}, stdout=out_w,
+                                stderr=os.open(os.devnull, os.O_WRONLY))
+            os.close(out_w)
+            first.release()  # its close reaches the init after the new request
+        finally:
+            os.kill(init, signal.SIGCONT)
+        assert second.wait(10) == 0
+        with os.fdopen(out_r) as out:
+            assert out.read() == "alive\n"
+        second.release()
+        assert runner.run(["true"], cwd=wd).ok  # the init is still there
+        assert jail._proc is not None and jail._proc.poll() is None
