@@ -823,8 +823,10 @@ def _options(predefines: Sequence[str]) -> pyslang.Bag:
     return bag
 
 
-def _macro_skeleton(texts: Sequence[str]) -> str:
-    """Only the macro directives of the task's files, in order, with their conditionals.
+@functools.lru_cache(maxsize=64)
+def _macro_skeleton(texts: tuple[str, ...]) -> str:
+    """Only the macro directives of the task's files, in order, with their conditionals
+    (memoised: every design of a task is checked against the same files).
 
     The tools read the task's files before the design as one compilation unit, so a macro the
     testbench defines (or leaves undefined) selects the design's branches too. Keeping the
@@ -938,7 +940,7 @@ def _check_contained_under(design: Sequence[SourceFile], testbench: Sequence[Sou
     # The tools compile support, then testbench, then design, as one unit: the task's macros
     # reach the design. Their directives go first, then every design file in one tree.
     skeleton = sm.assignText(_VIRTUAL_DIR + ".rtlforge-task-macros.v", _macro_skeleton(
-        [f.content for f in (*hdl_support, *testbench)]))
+        tuple(f.content for f in (*hdl_support, *testbench))))
     by_buffer: dict[int, SourceFile] = {}
     buffers = [skeleton]
     for f in design:
