@@ -468,46 +468,24 @@ def doctor(as_json: bool) -> None:
 
 
 #: ``--format`` of ``--tasks``: what ``load_task_map`` reads ("auto" sniffs the folder).
-TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval")
+TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval")  # rtlforge.tasks.loader's, unimported
 TASKS_HELP = ("A task suite (task.toml folders), an RTLLM-layout folder, or a VerilogEval v2 "
               "checkout / dataset folder (ProbNNN_name_{prompt.txt,ref.sv,test.sv}).")
 
 
-_LOOKED_FOR = {
-    "suite": "suite: task.toml in DIR or its subfolders",
-    "rtllm": "rtllm: design folders with testbench.v and one verified_*.v",
-    "verilogeval": "verilogeval: ProbNNN_name_{prompt.txt,ref.sv,test.sv}",
-}
-
-
 def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
-    """Tasks under ``root`` by id (``root`` may be one task directory); a VerilogEval problem
-    that cannot be loaded is skipped with a warning on stderr rather than failing the whole
-    run. Finding none is a usage error that says which layouts were looked for."""
-    import rtlforge.tasks.loader as taskio
-    import rtlforge.tasks.rtllm as rtllm
-    import rtlforge.tasks.verilogeval as verilogeval
+    """Tasks under ``root`` by id (:func:`rtlforge.tasks.loader.find_tasks`); a VerilogEval
+    problem that cannot be loaded is skipped with a warning on stderr rather than failing the
+    whole run. Finding none is a usage error that says which layouts were looked for."""
+    from rtlforge.tasks.loader import NoTasksError, find_tasks
 
-    sniffed = fmt == "auto"
-    if fmt == "auto":
-        if any(root.rglob("task.toml")):
-            fmt = "suite"
-        elif verilogeval.is_verilogeval(root):
-            fmt = "verilogeval"
-        else:
-            fmt = "rtllm"
-    if fmt == "verilogeval":
-        scan = verilogeval.scan_verilogeval(root)
-        for skipped in scan.skipped:
-            click.secho(f"warning: skipped {skipped.reason}", fg="yellow", err=True)
-        loaded = list(scan.tasks)
-    else:
-        loaded = taskio.load_tasks(root) if fmt == "suite" else rtllm.load_rtllm(root)
-    if not loaded:
-        looked = (_LOOKED_FOR.values() if sniffed else [_LOOKED_FOR[fmt]])
-        raise click.UsageError(f"no tasks found under {root} (looked for "
-                               + "; ".join(looked) + ")")
-    return {t.id: t for t in loaded}
+    try:
+        found = find_tasks(root, fmt)
+    except NoTasksError as exc:
+        raise click.UsageError(str(exc)) from exc
+    for reason in found.skipped:
+        click.secho(f"warning: skipped {reason}", fg="yellow", err=True)
+    return {t.id: t for t in found.tasks}
 
 
 def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],

@@ -181,14 +181,12 @@ def completion_text(completion: Any) -> str:
 
 
 def resolve_tasks(tasks: TaskSource) -> Callable[[str], Task | None]:
-    """A task lookup from a mapping, a list, a task directory (suite or RTLLM) or a callable."""
+    """A task lookup from a mapping, a list, a task directory (any layout
+    :func:`~rtlforge.tasks.loader.load_tasks` reads) or a callable."""
     if isinstance(tasks, str | Path):
         from rtlforge.tasks.loader import load_tasks
-        from rtlforge.tasks.rtllm import load_rtllm
 
-        root = Path(tasks)
-        loaded = load_tasks(root) if any(root.glob("*/task.toml")) else load_rtllm(root)
-        tasks = {t.id: t for t in loaded}
+        tasks = {t.id: t for t in load_tasks(tasks)}
     elif isinstance(tasks, Sequence):
         tasks = {t.id: t for t in tasks}
     if isinstance(tasks, Mapping):

@@ -42,6 +42,7 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
@@ -331,7 +332,82 @@ def load_task(path: str | Path) -> Task:
     return _task_from_manifest(directory, raw)
 
 
-def load_tasks(root: str | Path) -> list[Task]:
+#: The task layouts :func:`find_tasks` reads; ``auto`` tells them apart.
+TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval")
+#: What each layout looks like, for the message when a folder holds none.
+TASK_LAYOUTS = {
+    "suite": "suite: task.toml in DIR or its direct subfolders",
+    "rtllm": "rtllm: design folders with testbench.v and one verified_*.v",
+    "verilogeval": "verilogeval: ProbNNN_name_{prompt.txt,ref.sv,test.sv}",
+}
+
+
+class NoTasksError(TaskFormatError):
+    """A folder holds no task in any layout asked for (the message names them)."""
+
+
+@dataclass(frozen=True)
+class FoundTasks:
+    """What :func:`find_tasks` read: the layout, the tasks (sorted by id) and the problems it
+    skipped with why (a VerilogEval problem whose files do not load), for a caller to show."""
+
+    format: str
+    tasks: tuple[Task, ...]
+    skipped: tuple[str, ...] = ()
+
+
+def task_format(root: str | Path) -> str:
+    """The layout of ``root``: ``suite``, ``verilogeval`` or ``rtllm`` (the fallback)."""
+    root = Path(root)
+    if (root / TASK_FILE).is_file() or any((c / TASK_FILE).is_file() for c in root.iterdir()
+                                           if c.is_dir()):
+        return "suite"
+    from rtlforge.tasks.verilogeval import is_verilogeval
+
+    return "verilogeval" if is_verilogeval(root) else "rtllm"
+
+
+def find_tasks(root: str | Path, fmt: str = "auto") -> FoundTasks:
+    """Every task under ``root`` in one of the layouts rtlforge reads (:data:`TASK_FORMATS`).
+
+    The one place a folder's layout is decided, so ``rtlforge.load_tasks``, the CLI's
+    ``--tasks``, rewards and trainers read a folder alike. Finding no task is an error that
+    names the layouts looked for, never an empty list."""
+    root = Path(root)
+    if fmt not in TASK_FORMATS:
+        raise TaskFormatError(f"unknown task format {fmt!r} (expected one of "
+                              f"{', '.join(TASK_FORMATS)})")
+    if not root.is_dir():
+        raise TaskFormatError(f"task root {root} does not exist or is not a directory")
+    layout = task_format(root) if fmt == "auto" else fmt
+    skipped: tuple[str, ...] = ()
+    if layout == "suite":
+        tasks = load_suite(root)
+    elif layout == "verilogeval":
+        from rtlforge.tasks.verilogeval import scan_verilogeval
+
+        scan = scan_verilogeval(root)
+        tasks, skipped = list(scan.tasks), tuple(s.reason for s in scan.skipped)
+    else:
+        from rtlforge.tasks.rtllm import load_rtllm
+
+        tasks = load_rtllm(root)
+    if not tasks:
+        looked = TASK_LAYOUTS.values() if fmt == "auto" else [TASK_LAYOUTS[layout]]
+        raise NoTasksError(f"no tasks found under {root} (looked for "
+                              + "; ".join(looked) + ")")
+    return FoundTasks(format=layout, tasks=tuple(sorted(tasks, key=lambda t: t.id)),
+                      skipped=skipped)
+
+
+def load_tasks(root: str | Path, fmt: str = "auto") -> list[Task]:
+    """The tasks under ``root``, sorted by id, in whichever layout it has (a suite of
+    ``task.toml`` folders, an RTLLM tree or a VerilogEval v2 dataset; see
+    :func:`find_tasks`). Raises :class:`TaskFormatError` when there are none."""
+    return list(find_tasks(root, fmt).tasks)
+
+
+def load_suite(root: str | Path) -> list[Task]:
     """Load every direct subdirectory of ``root`` that holds a ``task.toml``, sorted by id;
     ``root`` itself holding one is a suite of that one task."""
     root = Path(root)

@@ -594,11 +594,8 @@ class GRPOTrainer(Trainer):
         ids = cfg.task_ids or ([cfg.choice.task_id] if cfg.choice else None)
         if ids is None:
             from rtlforge.tasks.loader import load_tasks
-            from rtlforge.tasks.rtllm import load_rtllm
 
-            root = Path(cfg.tasks)
-            loaded = load_tasks(root) if any(root.glob("*/task.toml")) else load_rtllm(root)
-            return {t.id: t for t in loaded}
+            return {t.id: t for t in load_tasks(cfg.tasks)}
         out = {}
         for tid in ids:
             task = lookup(tid)

@@ -81,7 +81,7 @@ class EvalSource(StrictModel):
 class TrajectoryData(StrictModel):
     kind: Literal["trajectories"]
     tasks: str  # task root the specs come from
-    tasks_format: Literal["suite", "rtllm"] = "suite"
+    tasks_format: Literal["auto", "suite", "rtllm", "verilogeval"] = "auto"
     archives: tuple[str, ...] = ()  # SQLite archives (``rtlforge explore`` run/archive.sqlite)
     eval_results: tuple[EvalSource, ...] = ()
     refine_runs: tuple[str, ...] = ()  # ``rtlforge refine`` run directories (results.jsonl)
@@ -380,11 +380,9 @@ def render_trajectories(trajs: Sequence[Trajectory], tasks: dict[str, Task], *,
 
 def _load_task_map(data: TrajectoryData) -> dict[str, Task]:
     import rtlforge.tasks.loader as taskio
-    from rtlforge.tasks.rtllm import load_rtllm
 
     try:
-        loaded = (taskio.load_tasks(data.tasks) if data.tasks_format == "suite"
-                  else load_rtllm(data.tasks))
+        loaded = taskio.load_tasks(data.tasks, data.tasks_format)
     except RtlforgeError as exc:
         raise TrainerInfraError(f"cannot load tasks from {data.tasks}: {exc}") from exc
     return {t.id: t for t in loaded}

@@ -322,7 +322,8 @@ def test_load_tasks_sorted_and_duplicate_ids(tmp_path: Path) -> None:
 def test_load_tasks_bad_root(tmp_path: Path) -> None:
     with pytest.raises(TaskFormatError):
         load_tasks(tmp_path / "missing")
-    assert load_tasks(tmp_path) == []
+    with pytest.raises(TaskFormatError, match=r"no tasks found under .*looked for suite"):
+        load_tasks(tmp_path)  # an empty folder is a mistake to report, not an empty suite
 
 
 # --------------------------------------------------------------------------------------------

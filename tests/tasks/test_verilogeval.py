@@ -173,6 +173,24 @@ def test_load_task_map_detects_the_layout_and_takes_the_explicit_name(tmp_path: 
                                                                  "Prob002_count4"]
 
 
+def test_every_entry_point_reads_a_checkout_alike(tmp_path: Path) -> None:
+    # The library's load_tasks, a reward's task lookup and the CLI decide a folder's layout in
+    # one place: a VerilogEval checkout gave [] from rtlforge.load_tasks while --tasks worked.
+    import rtlforge
+    from rtlforge.cli import load_task_map
+    from rtlforge.rewards.base import resolve_tasks
+    from rtlforge.tasks.loader import find_tasks
+
+    expected = ["Prob001_xor2", "Prob002_count4"]
+    assert [t.id for t in rtlforge.load_tasks(FIXTURES)] == expected
+    assert find_tasks(FIXTURES).format == "verilogeval"
+    lookup = resolve_tasks(FIXTURES)
+    assert [getattr(lookup(i), "id", None) for i in expected] == expected
+    assert sorted(load_task_map(FIXTURES, "auto")) == expected
+    with pytest.raises(TaskFormatError, match=r"looked for suite.*rtllm.*verilogeval"):
+        rtlforge.load_tasks(tmp_path)
+
+
 def test_cli_help_names_the_format() -> None:
     from rtlforge.cli import cli
 
