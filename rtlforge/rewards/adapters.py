@@ -187,20 +187,29 @@ class _LazyReward:
         return f"{type(self).__name__}({self.spec!r})"
 
 
+#: Keywords TRL's trainers pass to a reward function that are not dataset columns.
+TRAINER_KEYWORDS = frozenset({"trainer_state", "completion_ids", "log_extra", "log_metric",
+                              "environments"})
+#: Columns a verl sample's ground truth and extra info may carry that are verl's bookkeeping.
+_VERL_BOOKKEEPING = frozenset({"index", "split", "data_source"})
+
+
 class TRLReward(_LazyReward):
     """A TRL ``reward_funcs`` entry: ``(prompts, completions, **columns) -> list[float | None]``.
 
-    Completions may be strings or chat lists (the last assistant message is scored). Dataset
-    columns arrive as keyword arguments: ``task_id`` is required, ``history`` and
-    ``golden_ppa`` optional; TRL's extra keywords (``completion_ids``, ``trainer_state``...) are
-    ignored. ``None`` (abstain) is what TRL expects for "no reward from this function".
+    Completions may be strings or chat lists (the last assistant message is scored). Every
+    dataset column reaches the reward as TRL hands it over (``task_id``, ``history``,
+    ``golden_ppa`` for the PPA rewards, ``reference`` for ``ast-similarity``, ``behave_task``,
+    a third-party reward's own); only what TRL adds that is not a column
+    (:data:`TRAINER_KEYWORDS`) is left out. ``None`` (abstain) is what TRL expects for "no
+    reward from this function".
     """
 
     def __call__(self, prompts: Sequence[Any] | None = None,
                  completions: Sequence[Any] | None = None, **columns: Any) -> list[float | None]:
         completions = list(completions or [])
         texts = [completion_text(c) for c in completions]
-        wanted = {k: v for k, v in columns.items() if k in ("task_id", "history", "golden_ppa")}
+        wanted = {k: v for k, v in columns.items() if k not in TRAINER_KEYWORDS}
         return self.reward.score(list(prompts or [""] * len(texts)), texts, **wanted)
 
 
@@ -229,19 +238,23 @@ def _parse(value: Any) -> Any:
 def verl_columns(ground_truth: Any, extra_info: Mapping[str, Any] | None) -> dict[str, Any]:
     """Map verl's ``ground_truth`` / ``extra_info`` to reward columns for one sample.
 
-    ``ground_truth`` is a task id, or a mapping with ``task_id`` (and optionally ``history``,
-    ``golden_ppa``). ``extra_info`` may carry ``task_id``, ``history`` and ``golden_ppa`` too, and
-    wins where both give a value: it is the per-rollout channel, ground truth the per-prompt one.
+    ``ground_truth`` is a task id, or a mapping of columns (``task_id``, ``history``,
+    ``golden_ppa``, ``reference``, ``behave_task``, a third-party reward's own). ``extra_info``
+    may carry columns too and wins where both give a value: it is the per-rollout channel,
+    ground truth the per-prompt one. Every column is passed on (values stored as JSON text are
+    parsed, ``task_id`` kept as text); verl's own bookkeeping (``index``, ``split``) is not.
+    A reward that needs no task (``ast-similarity``) works without a ``task_id``.
     """
     truth = _parse(ground_truth)
-    out: dict[str, Any] = dict(truth) if isinstance(truth, Mapping) else {"task_id": truth}
-    for key in ("task_id", "history", "golden_ppa"):
-        if extra_info and extra_info.get(key) is not None:
-            out[key] = _parse(extra_info[key]) if key != "task_id" else extra_info[key]
-    if out.get("task_id") is None:
-        raise ValueError("verl sample has no task id (ground_truth or extra_info['task_id'])")
-    return {"task_id": str(out["task_id"]), "history": _parse(out.get("history")),
-            "golden_ppa": _parse(out.get("golden_ppa"))}
+    out: dict[str, Any] = (dict(truth) if isinstance(truth, Mapping)
+                           else {} if truth is None else {"task_id": truth})
+    for key, value in (extra_info or {}).items():
+        if value is not None and key not in _VERL_BOOKKEEPING:
+            out[key] = value
+    parsed = {k: _parse(v) for k, v in out.items() if k not in _VERL_BOOKKEEPING}
+    if parsed.get("task_id") is not None:
+        parsed["task_id"] = str(out["task_id"])
+    return parsed
 
 
 class VerlComputeScore(_LazyReward):
@@ -278,7 +291,8 @@ class VerlComputeScore(_LazyReward):
     def _score(self, solutions: list[Any], truths: list[Any],
                infos: list[Any]) -> list[float | None]:
         rows = [verl_columns(t, i) for t, i in zip(truths, infos, strict=True)]
-        columns = {key: [row[key] for row in rows] for key in ("task_id", "history", "golden_ppa")}
+        names = dict.fromkeys(key for row in rows for key in row)  # in first-seen order
+        columns = {key: [row.get(key) for row in rows] for key in names}
         texts = [completion_text(s) for s in solutions]
         scores = self.reward.score([""] * len(texts), texts, **columns)
         return [self.abstain if s is None else s for s in scores]

@@ -482,15 +482,16 @@ def test_verl_signature_and_column_mapping() -> None:
     score = adapters.verl_compute_score("testbench", tasks=str(TASKS_DIR))
     params = list(inspect.signature(score).parameters)
     assert params[:4] == ["data_source", "solution_str", "ground_truth", "extra_info"]
-    assert adapters.verl_columns("mux4", None) == {"task_id": "mux4", "history": None,
-                                                   "golden_ppa": None}
+    assert adapters.verl_columns("mux4", None) == {"task_id": "mux4"}
     hist = [{"power": 1.0, "delay": 2.0, "area": 3.0}]
     mapped = adapters.verl_columns({"task_id": "mux4", "history": []}, {"history": hist})
     assert mapped["history"] == hist  # extra_info wins (per rollout)
-    assert adapters.verl_columns('{"task_id": "mux4"}', {"history": '[[1, 1, 1]]'}) == {
-        "task_id": "mux4", "history": [[1, 1, 1]], "golden_ppa": None}
-    with pytest.raises(ValueError, match="task id"):
-        adapters.verl_columns({"history": []}, None)
+    assert adapters.verl_columns('{"task_id": "mux4"}', {"history": '[[1, 1, 1]]', "index": 3,
+                                                         "reference": "module m; endmodule"}) == {
+        "task_id": "mux4", "history": [[1, 1, 1]], "reference": "module m; endmodule"}
+    # a reward that needs a task says so itself; one that does not works without
+    with pytest.raises(ValueError, match="'task_id' column"):
+        score(solution_str="module m; endmodule", ground_truth={"history": []})
     assert pickle.loads(pickle.dumps(score)).spec == score.spec
 
 
