@@ -84,6 +84,7 @@ from rtlforge.core.models import (
     Verdict,
 )
 from rtlforge.core.plugins import PluginHost
+from rtlforge.generation.base import with_candidates
 from rtlforge.validate.pipeline import Pipeline
 
 __all__ = ["GENERIC_ROLE", "Orchestrator", "Scored", "rank", "rank_key"]
@@ -576,7 +577,7 @@ class Orchestrator:
               params: SamplingParams, *, agent: str, index: int) -> list[Generation]:
         """One generator call outside the iterations, counted in the task's totals."""
         try:
-            answers = generator.generate([request], params)
+            answers = with_candidates(generator.generate([request], params), [request])
         except Exception as exc:
             message = (f"generator {getattr(generator, 'name', '?')} failed: "
                        f"{type(exc).__name__}: {exc}")
@@ -603,7 +604,8 @@ class Orchestrator:
                                     request_id=f"{run.task.id}:symbolic",
                                     metadata={"agent": "symbolic"})
         try:
-            answers = self._symbolic.generate([request], SamplingParams(n=1))
+            answers = with_candidates(self._symbolic.generate([request], SamplingParams(n=1)),
+                                      [request])
         except Exception as exc:  # noqa: BLE001 - the symbolic tier is optional: fall through
             run.trace.emit(ThoughtKind.ANALYSIS, f"symbolic tier failed ({exc}); next tier",
                            agent="symbolic")
@@ -759,7 +761,9 @@ class Orchestrator:
         for request, n in requests:
             t0 = time.perf_counter()
             try:
-                answers = generator.generate([request], params.model_copy(update={"n": n}))
+                answers = with_candidates(
+                    generator.generate([request], params.model_copy(update={"n": n})),
+                    [request])
             except Exception as exc:
                 message = f"generator {getattr(generator, 'name', '?')} failed: " \
                           f"{type(exc).__name__}: {exc}"

@@ -94,9 +94,9 @@ def register_commands(cli: Any) -> None:
                  as_json: bool) -> None:
         """Sample candidates for one spec or task and print the extracted Verilog."""
         from rtlforge.cli import EXIT_INFRA, create_generator, current_host, option_pairs
-        from rtlforge.core.errors import ExtractionError, RtlforgeError
+        from rtlforge.core.errors import RtlforgeError
         from rtlforge.core.interfaces import SamplingParams
-        from rtlforge.generation.extract import extract_verilog
+        from rtlforge.generation.base import with_candidates
         from rtlforge.generation.prompts import load_template
         from rtlforge.tasks.loader import load_task
 
@@ -114,19 +114,15 @@ def register_commands(cli: Any) -> None:
         gen = create_generator(current_host(), generator_name, options)
         params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
         try:
-            outputs = gen.generate([request], params)
+            outputs = with_candidates(gen.generate([request], params), [request])
         except RtlforgeError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_INFRA)
         candidates = []
         for g in outputs[0] if outputs else []:
-            if g.candidate is not None:
-                source = "\n".join(f.content for f in g.candidate.files)
-            else:
-                try:
-                    source = extract_verilog(g.text)
-                except ExtractionError:
-                    continue
+            if g.candidate is None:  # no Verilog in this answer
+                continue
+            source = "\n".join(f.content for f in g.candidate.files)
             candidates.append({"source": source, "generator": g.generator})
         if as_json:
             click.echo(json.dumps({"candidates": candidates}))

@@ -77,6 +77,7 @@ from rtlforge.explore.settings import (
     template_fields,
 )
 from rtlforge.explore.store import ExploreStore, group_key, remove_run_files
+from rtlforge.generation.base import with_candidates
 from rtlforge.generation.prompts import HistoryEntry
 from rtlforge.pareto.hypervolume import Backend, hvc_group, non_dominated, objective_vector
 from rtlforge.validate.pipeline import Pipeline
@@ -571,7 +572,8 @@ class Explorer:
         if todo:
             for _, cell, _ in todo:
                 self._emit("generate_start", cell, states[cell].next_iteration)
-            answers = method.generator.generate([r for _, _, r in todo], method.sampling)
+            asked = [r for _, _, r in todo]
+            answers = with_candidates(method.generator.generate(asked, method.sampling), asked)
             if len(answers) != len(todo):
                 raise RuntimeError(f"generator {method.generator.name!r} returned "
                                    f"{len(answers)} lists for {len(todo)} requests")

@@ -11,7 +11,7 @@ import email.utils
 import math
 import random
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -405,24 +405,56 @@ def make_generation(
     the text is kept so a refinement loop or a report can still show it.
     """
     meta = dict(metadata or {})
-    candidate: Candidate | None = None
-    try:
-        source = extract_verilog(text)
-    except ExtractionError as exc:
-        meta["extraction_error"] = str(exc)
-    else:
-        candidate = Candidate.from_source(
-            source,
-            task_id=request.task.id if request.task is not None else None,
-            provenance=Provenance(
-                generator=generator, model=model, prompt_id=request.request_id,
-                sample_index=sample_index,
-                extra={k: v for k, v in meta.items() if isinstance(v, str | int | float)},
-            ),
-        )
+    candidate = _extracted(text, meta, generator=generator, request=request,
+                           sample_index=sample_index, model=model)
     return Generation(
         text=text, generator=generator, candidate=candidate, prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens, latency_s=latency_s, finish_reason=finish_reason,
         model=model, metadata=meta,
     )
+
+
+def _extracted(text: str, meta: dict[str, Any], *, generator: str,
+               request: GenerationRequest, sample_index: int,
+               model: str | None) -> Candidate | None:
+    """The answer's Verilog as a Candidate; on failure None, with the reason in ``meta``."""
+    try:
+        source = extract_verilog(text)
+    except ExtractionError as exc:
+        meta["extraction_error"] = str(exc)
+        return None
+    return Candidate.from_source(
+        source,
+        task_id=request.task.id if request.task is not None else None,
+        provenance=Provenance(
+            generator=generator, model=model, prompt_id=request.request_id,
+            sample_index=sample_index,
+            extra={k: v for k, v in meta.items() if isinstance(v, str | int | float)},
+        ),
+    )
+
+
+def with_candidates(answers: Sequence[Sequence[Generation]],
+                    requests: Sequence[GenerationRequest]) -> list[list[Generation]]:
+    """``answers`` (one list per request) with every candidate a generator left out extracted
+    from its text.
+
+    The generator contract lets a generator return text only (extraction is not its job);
+    every consumer of generations (refinement, exploration, ``rtlforge generate``) goes
+    through here, so one rule turns an answer into a candidate, and an answer without Verilog
+    carries why in ``metadata["extraction_error"]``."""
+    out: list[list[Generation]] = []
+    for position, gens in enumerate(answers):  # a generator's miscount is its caller's to see
+        request = requests[position] if position < len(requests) else GenerationRequest(
+            prompt="")
+        filled = []
+        for index, gen in enumerate(gens):
+            if gen.candidate is None and "extraction_error" not in gen.metadata:
+                meta = dict(gen.metadata)
+                candidate = _extracted(gen.text, meta, generator=gen.generator,
+                                       request=request, sample_index=index, model=gen.model)
+                gen = gen.model_copy(update={"candidate": candidate, "metadata": meta})
+            filled.append(gen)
+        out.append(filled)
+    return out
 

@@ -262,6 +262,30 @@ def test_a_syntax_error_then_a_fix_passes_in_two_iterations(tmp_path: Path) -> N
 
 
 @pytest.mark.tools
+def test_the_documented_generator_that_returns_only_text_repairs_a_task() -> None:
+    # docs/guides/generator.md: a generator returns text; extraction is not its job. The
+    # orchestrator treated a Generation without a candidate as "no Verilog" (0 of 15 repaired).
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "generator_plugin.py"
+    spec = importlib.util.spec_from_file_location("generator_plugin_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    generator = example.CannedGenerator(text="Here it is:\n" + MUX4_FIXED)
+    with Orchestrator(generator=generator, host=_host(), router=FastThenDebug()) as orch:
+        result = orch.solve(_bundled("mux4"))
+    assert result.verdict is Verdict.PASS and result.iterations == 1
+    assert result.candidate is not None and "sel[0] ? d : c" in result.candidate.files[0].content
+    # an answer with no Verilog at all still says why, from the same extraction rule
+    with Orchestrator(generator=example.CannedGenerator(text="I cannot help with that."),
+                      host=_host(), router=FastThenDebug(), max_iterations=1) as orch:
+        failed = orch.solve(_bundled("mux4"))
+    assert failed.verdict is Verdict.ERROR
+    assert failed.records[0].error_category == "extraction"
+
+
+@pytest.mark.tools
 def test_a_wrong_design_then_the_right_one_when_the_prompt_carries_the_failing_check() -> None:
     task = make_task("and2", ports=["input a", "input b", "output y"],
                      vectors=[{"a": 0, "b": 0, "y": 0}, {"a": 1, "b": 0, "y": 0},
