@@ -377,7 +377,9 @@ def test_batch_fails_whole_on_first_hard_error(server: FakeOpenAI, key: str) -> 
 
 
 def test_concurrency_limit_holds_at_the_server(server: FakeOpenAI, key: str) -> None:
-    server.delay = 0.1
+    # long enough that three requests overlap at the server even on a loaded machine (at 0.1 s
+    # only two did once, with the test suite running beside it)
+    server.delay = 0.3
     gen = make(server, max_concurrency=3)
     out = gen.generate([req(f"p{i}") for i in range(12)], SamplingParams())
     assert len(out) == 12 and server.max_in_flight == 3
