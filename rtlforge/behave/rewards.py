@@ -60,7 +60,14 @@ from rtlforge.core.interfaces import Reward
 from rtlforge.core.models import Candidate
 from rtlforge.core.plugins import HostSpec
 from rtlforge.generation.extract import extract_verilog
-from rtlforge.rewards.base import INFRA, NO_CODE, TASK_UNUSABLE, TIMEOUT, completion_text
+from rtlforge.rewards.base import (
+    INFRA,
+    NO_CODE,
+    TASK_UNUSABLE,
+    TIMEOUT,
+    completion_text,
+    unresolved,
+)
 
 if TYPE_CHECKING:
     from rtlforge.behave.model import BehaviorModel
@@ -353,12 +360,12 @@ class _BehaveReward(Reward):
                                       reason=f"no {what} in the completion: {item}")
         result = results[item]
         base = {"task_id": task_id, "verdict": result.verdict, "mismatches": result.mismatches}
-        if result.verdict == "infra_error":
-            return BehaveRewardDetail(**base, reward=None, flags=(INFRA,),
-                                      reason=f"infrastructure failure: {result.message}")
-        if result.verdict == "timeout":
-            return BehaveRewardDetail(**base, reward=None, flags=(TIMEOUT,),
-                                      reason=f"a tool ran past its time limit: {result.message}")
+        if unresolved(result.verdict):  # the policy every reward shares: abstain
+            infra = result.verdict == "infra_error"
+            return BehaveRewardDetail(
+                **base, reward=None, flags=(INFRA if infra else TIMEOUT,),
+                reason=(f"infrastructure failure: {result.message}" if infra
+                        else f"a tool ran past its time limit: {result.message}"))
         flags = (MODEL_INVALID,) if result.metrics.get(MODEL_INVALID) else ()
         reward, extra = self._reward(prep, result)
         return BehaveRewardDetail(**base, **extra, reward=reward, flags=flags,

@@ -76,6 +76,19 @@ log = get_logger("rtlforge.rewards")
 GuardPolicy = Literal["flag", "zero", "abstain"]
 TaskSource = Mapping[str, Task] | Sequence[Task] | str | Path | Callable[[str], Task]
 
+#: The one reward policy for outcomes that say nothing about the design
+#: (:class:`~rtlforge.core.models.Verdict`): an infrastructure failure or a wall-clock timeout
+#: abstains (``None``), never 0, which would teach the policy it was wrong for the machine's
+#: sake. Every reward applies it (:func:`unresolved`); ``RTLReward(timeout_reward=0.0)`` is the
+#: explicit opt-in to punish timeouts.
+UNRESOLVED_VERDICTS = frozenset({Verdict.INFRA_ERROR, Verdict.TIMEOUT})
+
+
+def unresolved(verdict: Verdict | str) -> bool:
+    """Whether ``verdict`` (a :class:`Verdict` or its value) gets no reward (``None``)."""
+    return Verdict(verdict) in UNRESOLVED_VERDICTS
+
+
 # Flags besides the guard ones in :mod:`rtlforge.rewards.guards`.
 INFRA = "infra_error"
 TIMEOUT = "timeout"
@@ -386,8 +399,9 @@ class RTLReward(Reward):
 
     Policies (all default to the least destructive choice):
 
-    - ``timeout_reward``: reward of a design whose simulation never finishes. ``0.0`` by default
-      (an endless design is usually the design's fault); ``None`` abstains instead.
+    - ``timeout_reward``: reward of a design whose simulation never finishes. ``None`` (abstain)
+      by default, the policy every reward shares (:data:`UNRESOLVED_VERDICTS`): a wall-clock
+      limit can be the machine's; ``0.0`` punishes it where the limit is generous.
     - ``on_duplicate``: a candidate whose normalised code repeats a history entry, or an earlier
       candidate of its group (same task and history): ``"flag"`` | ``"zero"`` | ``"abstain"``.
     - ``on_weak_testbench``: the task's testbench passes an all-zero module: flag, zero or abstain
@@ -404,7 +418,7 @@ class RTLReward(Reward):
         tasks: TaskSource,
         pipeline: Pipeline | None = None,
         *,
-        timeout_reward: float | None = 0.0,
+        timeout_reward: float | None = None,
         on_duplicate: GuardPolicy = "flag",
         on_weak_testbench: GuardPolicy = "flag",
         on_constant_output: GuardPolicy = "flag",
@@ -418,7 +432,8 @@ class RTLReward(Reward):
                 folder (a suite of ``task.toml`` folders or an RTLLM v2 layout) or a lookup.
             pipeline: validates the completions (default: ``Pipeline.build`` on the host, 60 s
                 per stage).
-            timeout_reward: reward of a design whose simulation never finishes; None abstains.
+            timeout_reward: reward of a design whose simulation never finishes; None (the
+                default, :data:`UNRESOLVED_VERDICTS`) abstains, ``0.0`` punishes it.
             on_duplicate: a candidate repeating a history entry or an earlier candidate of its
                 group: ``flag``, ``zero`` or ``abstain``.
             on_weak_testbench: a task whose testbench passes an all-zero module: ``flag``,

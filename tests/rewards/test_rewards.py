@@ -162,11 +162,16 @@ def test_infra_error_abstains_never_zero(tasks: dict[str, Task]) -> None:
 
 
 def test_timeout_policy(tasks: dict[str, Task]) -> None:
+    # core.models.Verdict: a timeout is never scored as a wrong design; every reward abstains
+    # on it unless told to punish it
     pipe = Pipeline([_HangsOnMarker()])
     hang = mux4(tasks, marker="HANG")
-    assert TestbenchReward(tasks, pipe).score([""], [hang], task_id=["mux4"]) == [0.0]
-    assert TestbenchReward(tasks, pipe, timeout_reward=None).score(
-        [""], [hang], task_id=["mux4"]) == [None]
+    for reward in (TestbenchReward(tasks, pipe),
+                   SequentialHVCReward(tasks, pipe, estimator=FakePPA())):
+        detail = reward.score_detailed([""], [hang], task_id=["mux4"])[0]
+        assert detail.reward is None and "timeout" in detail.flags
+    assert TestbenchReward(tasks, pipe, timeout_reward=0.0).score(
+        [""], [hang], task_id=["mux4"]) == [0.0]
 
 
 @pytest.mark.tools
