@@ -141,6 +141,10 @@ class ValidationContext:
     #: module to a tool (``-s``, ``--top-module``, a cocotb toplevel) goes through
     #: :meth:`tool_name`; the pipeline maps the per-run names back in what the author sees.
     testbench_names: Mapping[str, str] = field(default_factory=dict)
+    #: This run's verdict marker (``rtlforge.eda.verdicts.new_nonce``): the testbench's prints
+    #: are bracketed by it, so only text between the markers is the testbench's (None: the
+    #: testbench was not instrumented, e.g. a validator driven outside the pipeline).
+    nonce: str | None = None
 
     @property
     def top(self) -> str:

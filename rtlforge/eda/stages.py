@@ -76,7 +76,7 @@ def task_sources(ctx: ValidationContext) -> list[str]:
 
 def scrub(text: str, ctx: ValidationContext) -> str:
     """Simulator output without the run's nonce marker, clipped for StageResult.log."""
-    nonce = ctx.options.get("nonce")
+    nonce = ctx.nonce
     if nonce:
         text = text.replace(marker(nonce), "").replace(end_marker(nonce), "")
     return clip_log(text)
@@ -200,7 +200,7 @@ def simulation_verdict(
     if unsupported:
         return Verdict.ERROR, unsupported
     unit = testbench_time_unit(ctx)
-    judgement = judge(run.output, ctx.task.pass_rule, nonce=ctx.options.get("nonce"),
+    judgement = judge(run.output, ctx.task.pass_rule, nonce=ctx.nonce,
                       stage=stage, files=files, time_unit=unit,
                       outputs=[p.name for p in ctx.task.ports if p.direction == "output"])
     feedback = list(judgement.feedback)

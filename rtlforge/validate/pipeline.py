@@ -370,7 +370,7 @@ class Pipeline:
                     return stages
                 ctx = ValidationContext(
                     task=task, candidate=candidate, workdir=workdir, runner=self.runner,
-                    timeout=self.timeout, options={**self.options, "nonce": nonce},
+                    timeout=self.timeout, options=dict(self.options), nonce=nonce,
                     testbench_names=renames,
                 )
                 for validator in self.validators:
