@@ -80,6 +80,7 @@ BRANCH: dict[str, str] = {
     "rtlforge.behave.sim.golden:TaskModelError": DESIGN,  # an agent's model that does not check
     # the caller's setup
     "rtlforge.core.errors:TaskFormatError": CONFIG,
+    "rtlforge.tasks.loader:NoTasksError": CONFIG,  # a folder with no task in any layout
     "rtlforge.core.errors:PluginError": CONFIG,
     "rtlforge.core.errors:PluginOptionsError": CONFIG,
     "rtlforge.generation.prompts:TemplateError": CONFIG,
