@@ -30,16 +30,24 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import Any, Literal, overload
 
 import pluggy
 from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core import hookspecs
 from rtlforge.core.errors import ConfigError, PluginError
-from rtlforge.core.executor import EXECUTOR_KIND
+from rtlforge.core.executor import EXECUTOR_KIND, Executor
 from rtlforge.core.hookspecs import PluginKind, hookimpl
-from rtlforge.core.interfaces import BUILTIN_KINDS
+from rtlforge.core.interfaces import (
+    BUILTIN_KINDS,
+    Archive,
+    Generator,
+    PPAEstimator,
+    Reward,
+    Trainer,
+    Validator,
+)
 from rtlforge.core.log import get_logger
 from rtlforge.core.options import OptionInfo, describe_options, options_model, validate_options
 
@@ -402,16 +410,46 @@ class PluginHost:
         """A plugin's options (name, type, default, description) for listings."""
         return describe_options(self.options_model(kind, name))
 
+    @overload
+    def create(self, kind: Literal["validator"], name: str, **options: Any) -> Validator: ...
+    @overload
+    def create(self, kind: Literal["generator"], name: str, **options: Any) -> Generator: ...
+    @overload
+    def create(self, kind: Literal["ppa_estimator"], name: str,
+               **options: Any) -> PPAEstimator: ...
+    @overload
+    def create(self, kind: Literal["reward"], name: str, **options: Any) -> Reward: ...
+    @overload
+    def create(self, kind: Literal["archive"], name: str, **options: Any) -> Archive: ...
+    @overload
+    def create(self, kind: Literal["trainer"], name: str, **options: Any) -> Trainer: ...
+    @overload
+    def create(self, kind: Literal["executor"], name: str, **options: Any) -> Executor: ...
+    @overload
+    def create(self, kind: str, name: str, **options: Any) -> Any: ...
+
     def create(self, kind: str, name: str, **options: Any) -> Any:
-        """An instance, built from options checked against the plugin's options model.
+        """An instance of the kind's interface (a :class:`Validator` for ``"validator"``),
+        built from options checked against the plugin's options model.
 
         Raises :class:`~rtlforge.core.errors.PluginOptionsError` (a PluginError) for unknown,
-        missing or mistyped options rather than the constructor's ``TypeError``.
+        missing or mistyped options rather than the constructor's ``TypeError``, and a
+        PluginError when a registered factory builds something that is not the kind's
+        interface, so callers need not check again.
         """
         factory = self.get(kind, name)
         checked = validate_options(self.options_model(kind, name), options,
                                    what=f"{kind} {name!r}")
-        return factory(**checked)
+        made = factory(**checked)
+        interface = self._kinds[kind].interface
+        try:
+            fits = isinstance(made, interface)
+        except TypeError:  # a Protocol that is not runtime-checkable: nothing to check
+            fits = True
+        if not fits:
+            raise PluginError(f"{kind} {name!r} built a {type(made).__name__}, which is not a "
+                              f"{interface.__name__}")
+        return made
 
     def describe(self) -> list[PluginInfo]:
         self.registry  # noqa: B018 - populate 'registers'

@@ -536,3 +536,32 @@ def test_blank_allow_list_means_no_restriction(monkeypatch: pytest.MonkeyPatch) 
     host = PluginHost()
     assert host.allow is None
     assert "iverilog-lint" in host.names("validator")
+
+
+def test_create_hands_out_the_kinds_interface_or_says_what_was_built() -> None:
+    # PluginHost.create is typed by kind (a Validator for "validator"); a factory that builds
+    # something else is the plugin's error, reported at creation, not a caller's isinstance.
+    from rtlforge.core.interfaces import Validator
+    from rtlforge.plugins.validators.iverilog import IverilogLint
+
+    class Impostor:
+        name = "impostor"
+
+    def impostor() -> Impostor:
+        return Impostor()
+
+    impostor.name = "impostor"  # type: ignore[attr-defined]
+
+    class Plugin:
+        @hookimpl
+        def register_validators(self, register: Any) -> None:
+            register(IverilogLint)
+            register(impostor, name="impostor")
+
+    from rtlforge.testing.builders import make_plugin_host
+
+    host = make_plugin_host(Plugin())
+    made = host.create("validator", "iverilog-lint")
+    assert isinstance(made, Validator)
+    with pytest.raises(PluginError, match="'impostor' built a Impostor, which is not a Validator"):
+        host.create("validator", "impostor")
