@@ -30,6 +30,7 @@ from rtlforge.core.models import (
 from rtlforge.evaluation.protocol import PRESETS, layout_line, sample_layout_record
 
 if TYPE_CHECKING:
+    from rtlforge.core.interfaces import PPAEstimator
     from rtlforge.core.options import PluginSpec
     from rtlforge.core.plugins import PluginHost
     from rtlforge.validate.pipeline import Pipeline
@@ -127,12 +128,10 @@ def create_generator(host: PluginHost, name: str, options: dict[str, Any]) -> An
         raise click.UsageError(f"generator {name!r}: {exc}") from exc
 
 
-def prepare_estimator(estimator: Any) -> None:
+def prepare_estimator(estimator: PPAEstimator) -> None:
     """Read what a PPA estimator is configured with (its liberty) now: a bad ``--liberty`` is
     then a usage error before any work, not one failure per design after all of it."""
-    key = getattr(estimator, "cache_key", None)
-    if callable(key):
-        key()
+    estimator.cache_key()
 
 
 def _source(path: Path) -> SourceFile:

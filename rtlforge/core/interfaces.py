@@ -368,6 +368,13 @@ class PPAEstimator(Plugin):
         :meth:`Validator.predefined_macros`); default none."""
         return ()
 
+    def cache_key(self) -> dict[str, Any]:
+        """Everything about this estimator's configuration that can change a measurement (its
+        name by default; the built-ins add their liberty, tool version, corner). Computing it
+        reads that configuration, so calling it early turns a bad setting (a missing liberty)
+        into an error before any work."""
+        return {"name": self.name}
+
     def close(self) -> None:
         """Stop helper processes the estimator keeps (a persistent STA shell). Idempotent."""
         return None

@@ -644,8 +644,7 @@ class Explorer:
         est = self.estimator
         estimator: Any = None
         if est is not None:
-            key = getattr(est, "cache_key", None)
-            estimator = key() if callable(key) else {"name": getattr(est, "name", None)}
+            estimator = est.cache_key()
         pipe = self.pipeline
         return {
             "version": SETTINGS_VERSION,
