@@ -30,7 +30,7 @@ from rtlforge.core.models import (
 from rtlforge.evaluation.protocol import PRESETS, layout_line, sample_layout_record
 
 if TYPE_CHECKING:
-    from rtlforge.core.interfaces import PPAEstimator
+    from rtlforge.core.interfaces import Generator, PPAEstimator
     from rtlforge.core.options import PluginSpec
     from rtlforge.core.plugins import PluginHost
     from rtlforge.validate.pipeline import Pipeline
@@ -115,7 +115,7 @@ def option_pairs(items: tuple[str, ...], flag: str) -> dict[str, Any]:
         raise click.UsageError(str(exc)) from exc
 
 
-def create_generator(host: PluginHost, name: str, options: dict[str, Any]) -> Any:
+def create_generator(host: PluginHost, name: str, options: dict[str, Any]) -> Generator:
     """Generator ``name`` with ``--generator-option`` text typed by its options model; an
     unknown generator or option is a usage error before any work starts."""
     from rtlforge.core.options import coerce_option_strings

@@ -282,9 +282,7 @@ class SelfImproveTrainer(Trainer):
                                                   seed=self.config.seed,
                                                   roles=self.config.roles))
         finally:
-            close = getattr(generator, "close", None)
-            if close is not None:
-                close()
+            generator.close()
         admitted = [r.task_id for r in result.of("admission")]
         self.admitted_since += len(admitted)
         self.acquire_attempts += 1

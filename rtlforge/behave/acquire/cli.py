@@ -97,9 +97,7 @@ def acquire(rollout_log: Path, sources_dir: Path, pool_dir: Path, generator_name
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from exc
     finally:
-        close = getattr(generator, "close", None)
-        if close is not None:
-            close()
+        generator.close()
     report = write_report(result, report_dir) if report_dir is not None else (
         pool.round_dir(result.round) / "report.html")
     _print(result, report, as_json)

@@ -57,6 +57,7 @@ from rtlforge.behave.acquire.roles import (
 from rtlforge.behave.acquire.sources import Exclusion, LibraryLoad, Source, normalised_hash
 from rtlforge.behave.acquire.taskpool import Provenance, TaskPool
 from rtlforge.core.errors import ConfigError, RtlforgeError
+from rtlforge.core.interfaces import Generator
 from rtlforge.core.untrusted import load_toml
 
 __all__ = ["AcquisitionRecord", "AttemptRecord", "RolloutRecord", "RoundConfig",
@@ -256,8 +257,8 @@ class _Round:
         self.config = config
         self.number = number
         self.roles: dict[Stage, Any] = {}
-        self._generators: dict[str, Any] = {}
-        self._owned: list[Any] = []
+        self._generators: dict[str, Generator] = {}
+        self._owned: list[Generator] = []
 
     # ------------------------------------------------------------------ roles and calls
 
@@ -300,9 +301,7 @@ class _Round:
 
     def close(self) -> None:
         for generator in self._owned:
-            close = getattr(generator, "close", None)
-            if close is not None:
-                close()
+            generator.close()
 
     # ------------------------------------------------------------------------- analyst
 
