@@ -166,10 +166,13 @@ def test_timeout_policy(tasks: dict[str, Task]) -> None:
     # on it unless told to punish it
     pipe = Pipeline([_HangsOnMarker()])
     hang = mux4(tasks, marker="HANG")
-    for reward in (TestbenchReward(tasks, pipe),
-                   SequentialHVCReward(tasks, pipe, estimator=FakePPA())):
+    from rtlforge.rewards.builtin import REWARDS
+
+    for cls in REWARDS:  # every built-in testbench/PPA reward (BEHAVE's: test_behave_rewards)
+        reward = (cls(tasks, pipe, estimator=FakePPA()) if cls.needs_ppa
+                  else cls(tasks, pipe))
         detail = reward.score_detailed([""], [hang], task_id=["mux4"])[0]
-        assert detail.reward is None and "timeout" in detail.flags
+        assert detail.reward is None and "timeout" in detail.flags, cls.name
     assert TestbenchReward(tasks, pipe, timeout_reward=0.0).score(
         [""], [hang], task_id=["mux4"]) == [0.0]
 
