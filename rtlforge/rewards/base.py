@@ -112,6 +112,9 @@ class RewardDetail(BaseModel):
     flags: tuple[str, ...] = ()
     reason: str | None = None
     cached: bool = False  # the validation verdict came from the cache
+    #: The Verilog the reward extracted from the completion and judged (None: none found, or
+    #: the sample's task is unknown), so a caller logging rollouts never extracts again.
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,8 @@ class Item:
             hvc=self.hvc, ppa=self.ppa.triple() if self.ppa is not None else None,
             flags=tuple(self.flags), reason=self.reason,
             cached=bool(self.report is not None and self.report.cached),
+            source=("\n".join(f.content for f in self.candidate.files)
+                    if self.candidate is not None else None),
         )
 
 

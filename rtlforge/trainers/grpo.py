@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
 from rtlforge.core.untrusted import load_json
-from rtlforge.rewards.adapters import RewardSpec, TRLReward
+from rtlforge.rewards.adapters import TRAINER_KEYWORDS, RewardSpec, TRLReward
 from rtlforge.rewards.base import RewardDetail, completion_text
 from rtlforge.trainers.base import (
     RNG_FILE,
@@ -363,15 +363,19 @@ class RolloutReward(TRLReward):
         start = time.perf_counter()
         texts = [self.map_completion(completion_text(c)) for c in completions or []]
         n = len(texts)
-        wanted = {k: v for k, v in columns.items() if k in ("task_id", "history", "golden_ppa")}
+        # every dataset column, as the TRL adapter passes them (a reward may need its own)
+        wanted = {k: v for k, v in columns.items() if k not in TRAINER_KEYWORDS}
         # Verdicts, PPA and HVC come from the testbench rewards' detail; any other reward's
         # detail carries its number only.
         scored = self.reward.score_detailed(list(prompts or [""] * n), texts, **wanted)
         details = [d if isinstance(d, RewardDetail) else None for d in scored]
         scores = [d.reward for d in scored]
         codes: list[str | None] = []
-        for t in texts:
-            try:
+        for t, d in zip(texts, details, strict=True):
+            if d is not None:  # the testbench rewards say what they extracted and judged
+                codes.append(d.source)
+                continue
+            try:  # another reward's detail carries no code: extract it here, once
                 codes.append(extract_verilog(t))
             except ExtractionError:
                 codes.append(None)

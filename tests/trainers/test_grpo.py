@@ -567,3 +567,26 @@ def test_resume_between_reuses_of_a_sample_batch(tmp_path: Path) -> None:
         for (name, pa), (_, pb) in zip(full._trl.model.named_parameters(),
                                        trainer._trl.model.named_parameters(), strict=True):
             torch.testing.assert_close(pa, pb, rtol=0, atol=1e-5, msg=name)
+
+
+@pytest.mark.tools
+def test_rollouts_log_the_code_the_reward_judged_without_extracting_again(
+        tasks: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 23: the GRPO path extracted Verilog twice (the reward, then the rollout log); the
+    # reward's detail now carries what it extracted and judged.
+    import rtlforge.generation.extract as extract
+    from rtlforge.rewards.adapters import RewardSpec
+    from rtlforge.trainers.grpo import RolloutReward
+
+    def no_second_extraction(text: str) -> str:
+        raise AssertionError("the rollout log extracted the completion again")
+
+    fn = RolloutReward(RewardSpec(reward="testbench", tasks=str(TASKS),
+                                  pipeline={"timeout": 30}))
+    golden = "\n".join(f.content for f in tasks["mux4"].golden)
+    fenced = f"Here:\n```verilog\n{golden}```\n"
+    judged = extract.extract_verilog(fenced)  # what the reward's own extraction yields
+    monkeypatch.setattr(extract, "extract_verilog", no_second_extraction)
+    scores = fn(["p", "p"], [fenced, "no code"], task_id=["mux4", "mux4"])
+    assert scores == [1.0, 0.0]
+    assert [r.code for r in fn.rollouts] == [judged, None]
