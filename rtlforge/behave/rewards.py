@@ -57,7 +57,7 @@ from rtlforge.core.errors import ExtractionError
 from rtlforge.core.executor import Executor, Work, WorkerServices, WorkSpec
 from rtlforge.core.hookspecs import Register
 from rtlforge.core.interfaces import Reward
-from rtlforge.core.models import Candidate
+from rtlforge.core.models import Candidate, Verdict
 from rtlforge.core.plugins import HostSpec
 from rtlforge.generation.extract import extract_verilog
 from rtlforge.rewards.base import (
@@ -94,7 +94,7 @@ class BehaveRewardDetail(BaseModel):
 
     task_id: str | None
     reward: float | None
-    verdict: str | None = None  # the BEHAVE-Sim verdict; None: never checked
+    verdict: Verdict | None = None  # the BEHAVE-Sim verdict; None: never checked
     flags: tuple[str, ...] = ()
     reason: str | None = None
     mismatches: int | None = None

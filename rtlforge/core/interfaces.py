@@ -35,6 +35,7 @@ from rtlforge.core.models import (
     Task,
     ToolInfo,
     ToolSpec,
+    Verdict,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -434,7 +435,7 @@ class ArchiveEntry(BaseModel):
     task_id: str
     candidate: Candidate
     objectives: tuple[float, ...] | None = None  # maximised; None for failed candidates
-    verdict: str
+    verdict: Verdict
     record: dict[str, Any] = Field(default_factory=dict)
 
 

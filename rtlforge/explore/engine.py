@@ -435,7 +435,7 @@ class Explorer:
                 gen.text or "(empty)", name="completion.txt", task_id=task_id)
             records.append(record)
             entries.append(ArchiveEntry(task_id=task_id, candidate=candidate,
-                                        objectives=vec, verdict=report.verdict.value,
+                                        objectives=vec, verdict=report.verdict,
                                         record=record.to_json_dict()))
         if not store.commit_group(method, task_id, trial, iteration, entries):
             log.warning("explore_group_already_committed", method=method, task=task_id,

@@ -39,7 +39,7 @@ from rtlforge.core.errors import (
     SecurityViolation,
     is_infra,
 )
-from rtlforge.core.models import Candidate
+from rtlforge.core.models import Candidate, Verdict
 
 if TYPE_CHECKING:
     from rtlforge.behave.sim.verilator import VerilatorBuilds
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["BehaveResult", "Coverage", "GoldenUnavailable", "MismatchRecord", "TraceStep",
            "Violation", "check_model", "check_rtl", "golden_instance"]
 
-BehaveVerdict = Literal["pass", "fail", "error", "timeout", "infra_error"]
 #: Transactions of context shown before the first failing one.
 TRACE_CONTEXT = 4
 
@@ -124,7 +123,7 @@ def _goal_coverage(instance: ModelInstance) -> dict[str, Any]:
 
 
 class BehaveResult(_Frozen):
-    verdict: BehaveVerdict
+    verdict: Verdict  # rtlforge's one vocabulary (infra_error and timeout: unresolved)
     artifact: Literal["rtl", "model"]
     mismatches: int = 0
     first_failure: MismatchRecord | None = None
