@@ -316,8 +316,8 @@ _SCOPE_OPENS = {"module": "endmodule", "macromodule": "endmodule", "interface": 
                 "property": "endproperty", "sequence": "endsequence"}
 _SCOPE_CLOSES = frozenset(_SCOPE_OPENS.values())
 #: Before one of the keywords above, these make it a prototype or a type name with no body.
-_NO_BODY_BEFORE = frozenset({"extern", "typedef", "virtual", "pure", "import", "export",
-                             "interface", "context"})
+_NO_BODY_BEFORE = frozenset({"extern", "typedef", "pure", "import", "export", "interface",
+                             "context"})
 _DPI = frozenset({'"DPI-C"', '"DPI"'})
 #: After a name at ``$unit`` scope, these end or continue its declaration (``integer n = 0;``,
 #: ``reg a, b;``, ``function int f(``); ``[`` only after a type (``integer mem [0:3];``).
@@ -371,7 +371,8 @@ def _testbench_names(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple
             dotted.add(t.text)
         if prev[-1] == "`" or in_define[i]:
             continue
-        names_a_unit = (prev[-1] in _DECLARES_GLOBAL and prev[-2] != "virtual") or (
+        # (``virtual interface bus_if vif`` names a type; ``virtual class C`` declares one)
+        names_a_unit = (prev[-1] in _DECLARES_GLOBAL and prev != ["virtual", "interface"]) or (
             prev[-1] in ("automatic", "static") and prev[-2] in _DECLARES_GLOBAL)
         if names_a_unit or (
                 (t.kind == "escaped" or t.text not in VERILOG_KEYWORDS)
@@ -380,7 +381,7 @@ def _testbench_names(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple
                 and unit.declares(nxt, prev[-1] == "]" or tokens[i - 1].kind == "name")):
             declared.append(t.text)
         if t.kind == "name":
-            unit.keyword(t.text, prev[-1])
+            unit.keyword(t.text, prev[-1], prev[-2])
     return tuple(dict.fromkeys(declared)), tuple(sorted(dotted)), tuple(uses)
 
 
@@ -396,8 +397,12 @@ class _UnitScope:
         self.assigned = False  # past an = at this statement's (or enum's) own level
         self.after_enum = False
 
-    def keyword(self, word: str, before: str) -> None:
-        if word in _SCOPE_OPENS and before not in _NO_BODY_BEFORE and before not in _DPI:
+    def keyword(self, word: str, before: str, earlier: str) -> None:
+        # ``virtual class`` and ``virtual function`` have bodies; ``virtual interface`` names a
+        # type and ``pure virtual``/``extern virtual`` methods are prototypes
+        prototype = before == "virtual" and (word == "interface" or earlier in ("pure", "extern"))
+        if (word in _SCOPE_OPENS and before not in _NO_BODY_BEFORE and before not in _DPI
+                and not prototype):
             if self.depth == 0 and word in ("function", "task"):
                 self.header = True
             self.depth += 1

@@ -179,20 +179,24 @@ def test_names_declared_in_the_compilation_unit_scope_are_renamed_and_uses_are_n
           "integer unit_errors = 0, count;\n"
           "logic [7:0] mem [0:3], other;\n"
           "function automatic int twice(input int v); int local_v; return 2*v; endfunction\n"
+          "virtual class Base; int member; pure virtual function void f();\n"
+          "  virtual function void g(); endfunction endclass\n"
           "task report; $display(unit_errors); endtask\n"
           "import pkg::*;\n"
           "pkg::thing_t value;\n"
-          "module tb; integer inner; pair_t p; top_module dut(.a(p.lo));\n"
+          "module tb; integer inner; pair_t p; virtual interface bus_if vif;\n"
+          "  top_module dut(.a(p.lo));\n"
           "  initial `BUMP(unit_errors) endmodule\n")
     renames = verdicts.testbench_renames([tb], "ab", keep={"top_module"})
     assert sorted(renames) == sorted([
         "c_add", "nib_t", "IDLE", "RUN", "STOP", "st_t", "pair_t", "W", "W2", "W3", "DEPTH",
-        "unit_errors", "count", "mem", "other", "twice", "report", "value", "tb"])
+        "unit_errors", "count", "mem", "other", "twice", "Base", "report", "value", "tb"])
     out = verdicts.rename_testbench(tb, renames)
     assert "integer unit_errors__rtlfab = 0, count__rtlfab;" in out
     assert "$display(unit_errors__rtlfab)" in out and "`BUMP(unit_errors__rtlfab)" in out
     assert "W__rtlfab + SUPPORT_W" in out and "f(A, B)" in out and "import pkg::*;" in out
     assert "logic lo; logic hi;" in out and "p.lo" in out and "int local_v;" in out
+    assert "int member;" in out and "virtual interface bus_if vif;" in out
 
 
 def test_a_name_the_testbench_also_uses_after_a_dot_is_left_alone() -> None:
