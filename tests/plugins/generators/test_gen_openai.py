@@ -88,13 +88,22 @@ class _Handler(BaseHTTPRequestHandler):
             srv.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
             srv.in_flight += 1
             srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
+        self._answered = False
         try:
             self._behave(srv.next_behaviour(), body)
         finally:
-            with srv.lock:
-                srv.in_flight -= 1
+            self._leave()
+
+    def _leave(self) -> None:
+        """The request stops counting as in flight once its answer starts: the client may send
+        its next request the moment it has read this one, before this thread returns."""
+        if not self._answered:
+            self._answered = True
+            with self.server.lock:
+                self.server.in_flight -= 1
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self._leave()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         for key, value in (headers or {}).items():
@@ -378,7 +387,8 @@ def test_batch_fails_whole_on_first_hard_error(server: FakeOpenAI, key: str) -> 
 
 def test_concurrency_limit_holds_at_the_server(server: FakeOpenAI, key: str) -> None:
     # long enough that three requests overlap at the server even on a loaded machine (at 0.1 s
-    # only two did once, with the test suite running beside it)
+    # only two did once, with the test suite running beside it); the server stops counting a
+    # request when its answer starts, as the client frees its slot on reading it
     server.delay = 0.3
     gen = make(server, max_concurrency=3)
     out = gen.generate([req(f"p{i}") for i in range(12)], SamplingParams())
