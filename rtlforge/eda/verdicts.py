@@ -315,9 +315,10 @@ _SCOPE_OPENS = {"module": "endmodule", "macromodule": "endmodule", "interface": 
                 "function": "endfunction", "task": "endtask", "covergroup": "endgroup",
                 "property": "endproperty", "sequence": "endsequence"}
 _SCOPE_CLOSES = frozenset(_SCOPE_OPENS.values())
-#: Before one of the keywords above, these make it a prototype or a type name with no body.
+#: Before one of the keywords above, these make it a prototype, a type name or an assertion
+#: (``assert property (...)``) with no body.
 _NO_BODY_BEFORE = frozenset({"extern", "typedef", "pure", "import", "export", "interface",
-                             "context"})
+                             "context", "assert", "assume", "cover", "restrict", "expect"})
 _DPI = frozenset({'"DPI-C"', '"DPI"'})
 #: After a name at ``$unit`` scope, these end or continue its declaration (``integer n = 0;``,
 #: ``reg a, b;``, ``function int f(``); ``[`` only after a type (``integer mem [0:3];``).

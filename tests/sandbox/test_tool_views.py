@@ -185,12 +185,14 @@ def test_names_declared_in_the_compilation_unit_scope_are_renamed_and_uses_are_n
           "import pkg::*;\n"
           "pkg::thing_t value;\n"
           "module tb; integer inner; pair_t p; virtual interface bus_if vif;\n"
-          "  top_module dut(.a(p.lo));\n"
-          "  initial `BUMP(unit_errors) endmodule\n")
+          "  top_module dut(.a(p.lo)); assert property (@(posedge clk) inner == 0);\n"
+          "  initial `BUMP(unit_errors) endmodule\n"
+          "integer after_tb;\n")
     renames = verdicts.testbench_renames([tb], "ab", keep={"top_module"})
     assert sorted(renames) == sorted([
         "c_add", "nib_t", "IDLE", "RUN", "STOP", "st_t", "pair_t", "W", "W2", "W3", "DEPTH",
-        "unit_errors", "count", "mem", "other", "twice", "Base", "report", "value", "tb"])
+        "unit_errors", "count", "mem", "other", "twice", "Base", "report", "value", "tb",
+        "after_tb"])
     out = verdicts.rename_testbench(tb, renames)
     assert "integer unit_errors__rtlfab = 0, count__rtlfab;" in out
     assert "$display(unit_errors__rtlfab)" in out and "`BUMP(unit_errors__rtlfab)" in out
