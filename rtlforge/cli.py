@@ -28,6 +28,7 @@ from rtlforge.core.models import (
     Verdict,
 )
 from rtlforge.evaluation.protocol import PRESETS, layout_line, sample_layout_record
+from rtlforge.tasks.formats import TASK_FORMATS
 
 if TYPE_CHECKING:
     from rtlforge.core.interfaces import Generator, PPAEstimator
@@ -466,8 +467,7 @@ def doctor(as_json: bool) -> None:
     sys.exit(EXIT_OK if ok else EXIT_INFRA)
 
 
-#: ``--format`` of ``--tasks``: what ``load_task_map`` reads ("auto" sniffs the folder).
-TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval")  # rtlforge.tasks.loader's, unimported
+#: ``--tasks``: what ``load_task_map`` reads (``--format`` picks one of TASK_FORMATS).
 TASKS_HELP = ("A task suite (task.toml folders), an RTLLM-layout folder, or a VerilogEval v2 "
               "checkout / dataset folder (ProbNNN_name_{prompt.txt,ref.sv,test.sv}).")
 

@@ -361,7 +361,7 @@ class _BehaveReward(Reward):
         result = results[item]
         base = {"task_id": task_id, "verdict": result.verdict, "mismatches": result.mismatches}
         if unresolved(result.verdict):  # the policy every reward shares: abstain
-            infra = result.verdict == "infra_error"
+            infra = result.verdict is Verdict.INFRA_ERROR
             return BehaveRewardDetail(
                 **base, reward=None, flags=(INFRA if infra else TIMEOUT,),
                 reason=(f"infrastructure failure: {result.message}" if infra

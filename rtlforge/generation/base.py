@@ -415,7 +415,7 @@ def make_generation(
 
 
 def _extracted(text: str, meta: dict[str, Any], *, generator: str,
-               request: GenerationRequest, sample_index: int,
+               request: GenerationRequest | None, sample_index: int,
                model: str | None) -> Candidate | None:
     """The answer's Verilog as a Candidate; on failure None, with the reason in ``meta``."""
     try:
@@ -425,9 +425,10 @@ def _extracted(text: str, meta: dict[str, Any], *, generator: str,
         return None
     return Candidate.from_source(
         source,
-        task_id=request.task.id if request.task is not None else None,
+        task_id=request.task.id if request is not None and request.task is not None else None,
         provenance=Provenance(
-            generator=generator, model=model, prompt_id=request.request_id,
+            generator=generator, model=model,
+            prompt_id=request.request_id if request is not None else None,
             sample_index=sample_index,
             extra={k: v for k, v in meta.items() if isinstance(v, str | int | float)},
         ),
@@ -445,8 +446,7 @@ def with_candidates(answers: Sequence[Sequence[Generation]],
     carries why in ``metadata["extraction_error"]``."""
     out: list[list[Generation]] = []
     for position, gens in enumerate(answers):  # a generator's miscount is its caller's to see
-        request = requests[position] if position < len(requests) else GenerationRequest(
-            prompt="")
+        request = requests[position] if position < len(requests) else None
         filled = []
         for index, gen in enumerate(gens):
             if gen.candidate is None and "extraction_error" not in gen.metadata:

@@ -248,13 +248,12 @@ def verl_columns(ground_truth: Any, extra_info: Mapping[str, Any] | None) -> dic
     truth = _parse(ground_truth)
     out: dict[str, Any] = (dict(truth) if isinstance(truth, Mapping)
                            else {} if truth is None else {"task_id": truth})
-    for key, value in (extra_info or {}).items():
-        if value is not None and key not in _VERL_BOOKKEEPING:
-            out[key] = value
-    parsed = {k: _parse(v) for k, v in out.items() if k not in _VERL_BOOKKEEPING}
-    if parsed.get("task_id") is not None:
-        parsed["task_id"] = str(out["task_id"])
-    return parsed
+    out.update((k, v) for k, v in (extra_info or {}).items() if v is not None)
+    columns = {k: v if k == "task_id" else _parse(v) for k, v in out.items()
+               if k not in _VERL_BOOKKEEPING}
+    if columns.get("task_id") is not None:
+        columns["task_id"] = str(columns["task_id"])
+    return columns
 
 
 class VerlComputeScore(_LazyReward):

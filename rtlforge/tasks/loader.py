@@ -52,6 +52,7 @@ from pydantic import ValidationError
 from rtlforge.core.errors import TaskFormatError
 from rtlforge.core.models import PassRule, Port, SourceFile, Task
 from rtlforge.core.untrusted import load_toml
+from rtlforge.tasks.formats import TASK_FORMATS, TASK_LAYOUTS
 
 __all__ = ["MAX_FILE_BYTES", "TASK_FILE", "load_task", "load_tasks", "save_task"]
 
@@ -330,16 +331,6 @@ def load_task(path: str | Path) -> Task:
     except tomllib.TOMLDecodeError as exc:
         raise TaskFormatError(f"task {directory}: {TASK_FILE} is not valid TOML: {exc}") from exc
     return _task_from_manifest(directory, raw)
-
-
-#: The task layouts :func:`find_tasks` reads; ``auto`` tells them apart.
-TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval")
-#: What each layout looks like, for the message when a folder holds none.
-TASK_LAYOUTS = {
-    "suite": "suite: task.toml in DIR or its direct subfolders",
-    "rtllm": "rtllm: design folders with testbench.v and one verified_*.v",
-    "verilogeval": "verilogeval: ProbNNN_name_{prompt.txt,ref.sv,test.sv}",
-}
 
 
 class NoTasksError(TaskFormatError):

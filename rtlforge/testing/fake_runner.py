@@ -14,9 +14,13 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rtlforge.core.models import SourceFile, ToolInfo, ToolSpec
 from rtlforge.sandbox.runner import Limits, ToolRun
+
+if TYPE_CHECKING:
+    from rtlforge.sandbox.gate import Containment
 
 
 class UnscriptedToolError(AssertionError):
@@ -133,7 +137,7 @@ class FakeRunner:
     def put(self, workdir: str | Path, files: Sequence[SourceFile], *, role: str,
             readable: Iterable[str] | None = None,
             rewrite: Callable[[SourceFile], str] | None = None,
-            contain: object | None = None) -> tuple[SourceFile, ...]:
+            contain: Containment | None = None) -> tuple[SourceFile, ...]:
         """Write ``files`` as given; no gate runs, so ``contain`` is only recorded."""
         written = tuple(files)
         path = Path(workdir)
