@@ -305,12 +305,14 @@ class _Server:
 
     def _reset(self, reply: socket.socket) -> None:
         problem = None
-        self._drop_zygote()
         if self.runs:
+            self._drop_zygote()
             problem = "a run is still in flight"
-        elif not sweep():
-            problem = "processes survived SIGKILL"
-        else:
+        elif not self._only_zygote_alive():
+            self._drop_zygote()
+            if not sweep():
+                problem = "processes survived SIGKILL"
+        if problem is None:
             try:
                 for path in _SCRATCH:
                     if os.path.isdir(path):
@@ -324,6 +326,17 @@ class _Server:
         if problem is not None:
             self.accepting = False
         self._prefork()
+
+    def _only_zygote_alive(self) -> bool:
+        """Whether nothing but this init and its zygote is in the namespace. The last run's
+        release swept the jail and nothing can start between runs, so this is the usual case
+        and the zygote is kept (it holds nothing of a workspace; forking a new one is most of
+        what a reset would cost); anything else makes the reset sweep."""
+        keep = {os.getpid()} | ({self.zygote.pid} if self.zygote is not None else set())
+        try:
+            return {int(n) for n in os.listdir("/proc") if n.isdigit()} <= keep
+        except OSError:
+            return False
 
     def _launch(self, req: dict[str, Any], reply: socket.socket, stdio: Sequence[int],
                 raw: bytes) -> None:

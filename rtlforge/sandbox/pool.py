@@ -7,10 +7,10 @@ only writable host directory is the jail's own *root*, a fresh directory in whic
 workspace's run directory is created. The jail serves that workspace's tool runs one at a time
 (the lease holds a lock around each run), killing everything in the jail after each; when the
 workspace closes, its root is emptied by the host and the jail is reset (scratch space wiped,
-nothing else changed, else it is thrown away); the next workspace leases it only once the
-init has answered that reset clean (the answer is read at the lease, so the workspace that
-ended does not wait for it). So a
-later workspace never meets a process, file or IPC object of an earlier one.
+nothing else changed); the next workspace's first tool run starts only once the init has
+answered that reset clean, and in a fresh jail if it did not (the answer is read then, so
+neither the workspace that ended nor the next one's gate check waits for it). So a later
+workspace never meets a process, file or IPC object of an earlier one.
 
 The jail root is not writable from inside when the host runs as root (it is owned by an uid
 the jail does not map); elsewhere it is, and the host empties it between leases.
@@ -138,6 +138,8 @@ class PooledJail:
               stdin: int | None = None) -> JailedProcess:
         if self.broken:
             raise SpawnError("the pooled jail was closed")
+        if self._pending is not None and not self.finish_reset(close=False):
+            self._drop()  # dirty: this workspace gets a fresh jail on the same root
         if self._proc is not None and self._proc.poll() is not None:
             # it died between runs (nothing of it is left): start a fresh one
             self._drop()
@@ -162,9 +164,13 @@ class PooledJail:
 
     def begin_reset(self) -> bool:
         """Empty the root and ask the init to wipe and check its scratch state, without
-        waiting for the answer (it comes while the host does other work); False (and closed)
-        if the root cannot be emptied. :meth:`finish_reset` must say yes before the jail
-        serves another workspace."""
+        waiting for the answer; False (and closed) if the root cannot be emptied.
+
+        The answer is read before the next tool run starts (:meth:`spawn`), not at the lease:
+        the init wipes and checks while the next workspace's files go through the gate, so
+        the reset costs no time on a validation's path. A dirty answer then gets that
+        workspace a fresh jail on the same root (the host emptied it; it holds only the new
+        workspace's own files), so nothing of the old jail reaches it."""
         if self.broken:
             return False
         try:
@@ -173,8 +179,8 @@ class PooledJail:
             log.warning("pooled_jail_discarded", reason=f"cannot empty its root: {exc}")
             self.close()
             return False
-        if self._control is None:
-            return True  # never started: nothing ran
+        if self._control is None or self._pending is not None:
+            return True  # never started, or nothing ran since the reset still unanswered
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             socket.send_fds(self._control, [marshal.dumps({"reset": 1})], [theirs.fileno()])
@@ -185,9 +191,10 @@ class PooledJail:
         self._pending = ours
         return True
 
-    def finish_reset(self) -> bool:
+    def finish_reset(self, *, close: bool = True) -> bool:
         """The init's answer to :meth:`begin_reset`: True if the jail is clean; otherwise it is
-        closed (and the caller discards it)."""
+        closed (and the caller discards it), or with ``close=False`` only its init is ended
+        (:meth:`spawn` then starts a fresh one)."""
         pending, self._pending = self._pending, None
         if self.broken:
             if pending is not None:
@@ -204,7 +211,10 @@ class PooledJail:
             pending.close()
         if not answer.get("clean"):
             log.warning("pooled_jail_discarded", reason=answer.get("dirty"))
-            self.close()
+            if close:
+                self.close()
+            else:
+                self._drop()
             return False
         return True
 
@@ -258,18 +268,14 @@ class JailPool:
         self._lock = threading.Lock()
 
     def lease(self) -> PooledJail:
-        """An idle jail whose reset came back clean, or a new one."""
-        while True:
-            with self._lock:
-                jail = self._idle.pop(0) if self._idle else None  # the longest idle first
-            if jail is None:
-                jail = PooledJail(self._prefix_for, self._starter, self._base_dir)
-            elif not jail.finish_reset():
-                jail.discard()
-                continue
-            with self._lock:
-                self._leased.add(jail)
-            return jail
+        """An idle jail (its reset is judged before its first tool run), or a new one."""
+        with self._lock:
+            jail = self._idle.pop(0) if self._idle else None  # the longest idle first
+        if jail is None:
+            jail = PooledJail(self._prefix_for, self._starter, self._base_dir)
+        with self._lock:
+            self._leased.add(jail)
+        return jail
 
     def give_back(self, jail: PooledJail) -> None:
         """Start the jail's reset and keep it idle; its answer is read when it is next leased

@@ -97,15 +97,27 @@ def test_nothing_of_a_workspace_reaches_the_next(runner: SandboxRunner) -> None:
         assert not first.exists()
 
 
+#: The jail init's start time (clock ticks since boot): a fresh jail's init starts later.
+_INIT_STARTED = "cut -d' ' -f22 /proc/1/stat"
+
+
 def test_a_jail_whose_dev_was_changed_is_thrown_away(runner: SandboxRunner) -> None:
     # (not chmod on a device node: on a root host that node is the host's own, see the report)
     with runner.workspace() as first:
-        runner.run(["sh", "-c", "echo x > /dev/planted"], cwd=first)
-        root = first.parent
+        before = runner.run(["sh", "-c", _INIT_STARTED], cwd=first).stdout
+        runner.run(["sh", "-c", "sleep 0.05; echo x > /dev/planted"], cwd=first)
     with runner.workspace() as second:
-        assert second.parent != root, "a jail whose /dev changed must not be reused"
-        run = runner.run(["sh", "-c", "ls /dev"], cwd=second)
+        run = runner.run(["sh", "-c", f"ls /dev; {_INIT_STARTED}"], cwd=second)
         assert run.ok and "planted" not in run.stdout
+        assert run.stdout.split()[-1] != before.strip(), "a jail whose /dev changed was reused"
+
+
+def test_a_clean_jail_keeps_its_init_across_workspaces(runner: SandboxRunner) -> None:
+    with runner.workspace() as first:
+        before = runner.run(["sh", "-c", _INIT_STARTED], cwd=first).stdout
+        time.sleep(0.05)
+    with runner.workspace() as second:
+        assert runner.run(["sh", "-c", _INIT_STARTED], cwd=second).stdout == before
 
 
 @pytest.mark.skipif(shutil.which("ipcmk") is None, reason="needs util-linux ipcmk")
