@@ -45,7 +45,7 @@ EXTRA_API_MODULES = (
     "rtlforge.agents.knowledge.base",
     "rtlforge.agents.guidance.base",
     "rtlforge.testing",
-    "rtlforge.cli",
+    "rtlforge.cmdline",
 )
 
 

@@ -1,8 +1,9 @@
 """A commands plugin: ``rtlforge task-ports --tasks DIR`` lists each task's interface.
 
-Commands are click commands added to the ``rtlforge`` group. Use ``current_host()`` for the
-invocation's plugin host (the one built-in commands use), turn bad input into a
-``click.UsageError`` (exit 2), and exit with the ``rtlforge.cli.EXIT_*`` codes.
+Commands are click commands added to the ``rtlforge`` group. The hook gets the invocation's
+plugin host as ``host`` (the one built-in commands use; leave the parameter out if a command
+needs none). Turn bad input into a ``click.UsageError`` (exit 2), and take exit codes and shared
+helpers from :mod:`rtlforge.cmdline`, never from the CLI itself.
 """
 
 from __future__ import annotations

@@ -191,10 +191,11 @@ def _print_table(results: Sequence[SolveResult], summary: Mapping[str, Any],
 
 
 @hookimpl
-def register_commands(cli: Any) -> None:
+def register_commands(cli: Any, host: PluginHost) -> None:
     import click
 
-    from rtlforge.cli import TASK_FORMATS, TASKS_HELP
+    from rtlforge.cmdline import TASKS_HELP
+    from rtlforge.tasks.formats import TASK_FORMATS
 
     @cli.command(name="refine")
     @click.option("--tasks", "tasks_dir", required=True,
@@ -252,18 +253,16 @@ def register_commands(cli: Any) -> None:
             UnsafeRunDirError,
             refine_settings,
         )
-        from rtlforge.cli import (
+        from rtlforge.cmdline import (
             EXIT_INFRA,
             EXIT_NOT_PASSED,
             EXIT_OK,
             create_generator,
-            current_host,
             load_task_map,
             option_pairs,
         )
         from rtlforge.core.errors import ConfigError, RtlforgeError
 
-        host = current_host()
         options = option_pairs(gen_opts, "--generator-option")
         router_name, router_options = parse_router(router_spec)
         task_map = load_task_map(tasks_dir, fmt)

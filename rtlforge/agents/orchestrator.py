@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from rtlforge.agents.base import AgentContext, AgentRole, RoleSettings, Router
 from rtlforge.agents.feedback import (
@@ -86,6 +86,9 @@ from rtlforge.core.models import (
 from rtlforge.core.plugins import PluginHost
 from rtlforge.generation.base import with_candidates
 from rtlforge.validate.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from rtlforge.sandbox.runner import SandboxRunner
 
 __all__ = ["GENERIC_ROLE", "Orchestrator", "Scored", "rank", "rank_key"]
 
@@ -268,7 +271,8 @@ class Orchestrator:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.sinks = tuple(sinks)
         self.seed = seed
-        self._owned: list[Any] = []  # what close() closes: generators/estimators built here
+        # what close() closes: the generators, estimators and runner built here
+        self._owned: list[Generator | PPAEstimator | SandboxRunner] = []
         self._generators: dict[str, Generator] = {}
         if isinstance(generator, str):
             self.generator = self._build_generator(generator, dict(generator_options or {}))
@@ -350,9 +354,7 @@ class Orchestrator:
         passed in)."""
         owned, self._owned = self._owned, []
         for item in owned:
-            close = getattr(item, "close", None)
-            if callable(close):
-                close()
+            item.close()
 
     def __enter__(self) -> Self:
         return self

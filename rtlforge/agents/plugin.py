@@ -6,9 +6,14 @@ Listed as a default plugin (entry point ``agents`` in the ``rtlforge`` group).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rtlforge.agents import hookspecs
 from rtlforge.agents.base import AGENT_ROLE_KIND, ROUTER_KIND
 from rtlforge.core.hookspecs import Register, hookimpl
+
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
 
 
 @hookimpl
@@ -39,10 +44,10 @@ def register_routers(register: Register) -> None:
 
 
 @hookimpl
-def register_commands(cli: object) -> None:
+def register_commands(cli: Any, host: PluginHost) -> None:
     from rtlforge.agents.cli import register_commands as add_refine
 
-    add_refine(cli)
+    add_refine(cli, host)
 
 
 @hookimpl

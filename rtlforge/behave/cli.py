@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from rtlforge.cli import EXIT_INFRA, EXIT_NOT_PASSED, EXIT_OK
+from rtlforge.cmdline import EXIT_INFRA, EXIT_NOT_PASSED, EXIT_OK
 
 if TYPE_CHECKING:
     from rtlforge.behave.sim.run import SimBackend
@@ -361,7 +361,7 @@ def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: s
     infrastructure problem left the verdict open (the LLM server, a tool, the sandbox).
     """
     from rtlforge.behave.env import EnvConfig, OpenAIToolAgent, run_episode
-    from rtlforge.cli import current_host
+    from rtlforge.cmdline import command_host
     from rtlforge.generation.base import RetryPolicy
 
     task, _ = _load(task_dir)
@@ -374,7 +374,7 @@ def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: s
     config = EnvConfig(max_turns=max_turns, max_tool_calls=max_tool_calls,
                        max_tokens=max_tokens,
                        hidden_stimulus=_stimulus(seed, sequences, transactions))
-    result = run_episode(task, agent, host=current_host(), config=config)
+    result = run_episode(task, agent, host=command_host(), config=config)
     if output is not None:
         output.write_text(result.model_dump_json(indent=1), encoding="utf-8")
     summary_obj = {
@@ -466,13 +466,13 @@ def area_time(designs: tuple[Path, ...], design_sets: tuple[str, ...], task_dir:
     infrastructure failure.
     """
     from rtlforge.behave.areatime import Workload, explore_area_time, write_report
-    from rtlforge.cli import current_host
+    from rtlforge.cmdline import command_host
     from rtlforge.core.errors import ConfigError
 
     task, _ = _load(task_dir)
     candidates = _design_sets(designs, design_sets)
     try:
-        estimator = current_host().create("ppa_estimator", "yosys-sta", liberty=liberty,
+        estimator = command_host().create("ppa_estimator", "yosys-sta", liberty=liberty,
                                           timeout=timeout)
         estimator.liberty  # noqa: B018 - a bad liberty file is a usage error, reported now
     except (ValueError, ConfigError) as exc:

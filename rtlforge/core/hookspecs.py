@@ -99,5 +99,7 @@ def register_executors(register: Register) -> None:
 
 
 @hookspec
-def register_commands(cli: Any) -> None:
-    """Add click commands to the ``rtlforge`` CLI group."""
+def register_commands(cli: Any, host: Any) -> None:
+    """Add click commands to the ``rtlforge`` CLI group. ``host`` is the invocation's
+    :class:`~rtlforge.core.plugins.PluginHost` (an implementation may leave it out). Shared
+    helpers and exit codes are in :mod:`rtlforge.cmdline`; never import the CLI itself."""

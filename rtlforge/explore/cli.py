@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rtlforge.core.hookspecs import hookimpl
 from rtlforge.evaluation.protocol import PRESETS
+
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
 
 PRESET_NAMES = tuple(PRESETS)
 
@@ -65,7 +68,7 @@ def _spec_task(spec: Path) -> Any:
 
 
 @hookimpl
-def register_commands(cli: Any) -> None:
+def register_commands(cli: Any, host: PluginHost) -> None:
     import click
 
     @cli.command(name="generate")
@@ -93,7 +96,7 @@ def register_commands(cli: Any) -> None:
                  template: str, samples: int, temperature: float, max_tokens: int,
                  as_json: bool) -> None:
         """Sample candidates for one spec or task and print the extracted Verilog."""
-        from rtlforge.cli import EXIT_INFRA, create_generator, current_host, option_pairs
+        from rtlforge.cmdline import EXIT_INFRA, create_generator, option_pairs
         from rtlforge.core.errors import RtlforgeError
         from rtlforge.core.interfaces import SamplingParams
         from rtlforge.generation.base import with_candidates
@@ -111,7 +114,7 @@ def register_commands(cli: Any) -> None:
             raise click.UsageError(f"{spec_path or task_dir} is not a UTF-8 text file") from exc
         except (RtlforgeError, ValueError) as exc:
             raise click.UsageError(str(exc)) from exc
-        gen = create_generator(current_host(), generator_name, options)
+        gen = create_generator(host, generator_name, options)
         params = SamplingParams(n=samples, temperature=temperature, max_tokens=max_tokens)
         try:
             outputs = with_candidates(gen.generate([request], params), [request])
@@ -219,10 +222,9 @@ def register_commands(cli: Any) -> None:
                 timeout: float, as_json: bool, estimator_options: tuple[str, ...] = (),
                 extras: tuple[str, ...] = (), validator_options: tuple[str, ...] = ()) -> None:
         """Sequential Pareto exploration: each iteration sees the earlier circuits and PPA."""
-        from rtlforge.cli import (
+        from rtlforge.cmdline import (
             EXIT_INFRA,
             create_generator,
-            current_host,
             load_task_map,
             option_pairs,
             plugin_specs,
@@ -265,10 +267,11 @@ def register_commands(cli: Any) -> None:
         elif generator_name is not None:
             raise click.UsageError("use either --generator or --method, not both")
         marks = tuple(positive_ints(checkpoints, "--checkpoints"))
-        host = current_host()
-        validators = plugin_specs("validator", extras, validator_options, "--validator-option")
+        validators = plugin_specs(host, "validator", extras, validator_options,
+                                  "--validator-option")
         est_options = {} if ppa_estimator == "none" else plugin_specs(
-            "ppa_estimator", (ppa_estimator,), estimator_options, "--estimator-option")[0].options
+            host, "ppa_estimator", (ppa_estimator,), estimator_options,
+            "--estimator-option")[0].options
         if estimator_options and ppa_estimator == "none":
             raise click.UsageError("--estimator-option needs a --ppa-estimator")
         if liberty:

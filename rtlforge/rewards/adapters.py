@@ -68,7 +68,9 @@ def create_reward(host: PluginHost, name: str, options: Mapping[str, Any] | None
         kwargs["pipeline"] = pipeline()
     if "executor" in accepted and "executor" not in kwargs and executor is not None:
         kwargs["executor"] = executor()
-    needs_ppa = bool(getattr(factory, "needs_ppa", False))
+    # declared on the Reward class; a plain factory function declares nothing, so it gets an
+    # estimator only when one is passed in its options
+    needs_ppa = isinstance(factory, type) and issubclass(factory, Reward) and factory.needs_ppa
     if needs_ppa and "estimator" in accepted and "estimator" not in kwargs and estimator:
         kwargs["estimator"] = estimator()
     return host.create("reward", name, **kwargs)

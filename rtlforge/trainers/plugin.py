@@ -10,9 +10,12 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rtlforge.core.hookspecs import Register, hookimpl
+
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
 
 #: (module, class) of every trainer rtlforge ships; modules that do not exist are skipped.
 TRAINERS: tuple[tuple[str, str], ...] = (
@@ -20,7 +23,6 @@ TRAINERS: tuple[tuple[str, str], ...] = (
     ("rtlforge.trainers.grpo", "GRPOTrainer"),
     ("rtlforge.trainers.ppo", "PPOTrainer"),
 )
-
 
 
 def _import_trainer(module: str, cls: str) -> type | None:
@@ -41,19 +43,8 @@ def register_trainers(register: Register) -> None:
             register(trainer)
 
 
-def _host_with_trainers() -> Any:
-    """A host that knows the trainers even before the entry point is installed."""
-    from rtlforge.cli import current_host
-
-    host = current_host()
-    this = sys.modules[__name__]
-    if not host.pm.is_registered(this) and "sft" not in host.names("trainer"):
-        host.add_plugin(this, name="rtlforge-trainers")
-    return host
-
-
 @hookimpl
-def register_commands(cli: Any) -> None:
+def register_commands(cli: Any, host: PluginHost) -> None:
     import click
 
     @cli.command(name="train")
@@ -70,14 +61,13 @@ def register_commands(cli: Any) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-        from rtlforge.cli import EXIT_INFRA, EXIT_OK, EXIT_USAGE
+        from rtlforge.cmdline import EXIT_INFRA, EXIT_OK, EXIT_USAGE
         from rtlforge.core.errors import PluginError, RtlforgeError
         from rtlforge.trainers import base
 
         err = Console(stderr=True)
         _quiet_library_bars()
         try:
-            host = _host_with_trainers()
             config = base.load_config(config_path, host=host)
             out_dir = base.resolve_out_dir(config, out)
             host.get("trainer", config.trainer)  # unknown trainer: a config error, now

@@ -112,9 +112,6 @@ def _setup(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> N
     """Test routers on the CLI's host (the built-in ones are another part of the package),
     the scripted generator, and the stand-in orchestrator except for tool-backed tests, which
     run the real loop."""
-    import rtlforge.agents.cli as refine_cli
-    import rtlforge.cli as cli_module
-
     module = types.ModuleType("rtlforge.agents.orchestrator")
     module.Orchestrator = FakeOrchestrator  # type: ignore[attr-defined]
     if request.node.get_closest_marker("tools") is None:
@@ -122,8 +119,7 @@ def _setup(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> N
     monkeypatch.setattr(FakeOrchestrator, "script", {})
     monkeypatch.setattr(FakeOrchestrator, "made", [])
     monkeypatch.setattr(FakeOrchestrator, "solved", [])
-    refine_cli.register_commands(cli)
-    base = cli_module.current_host
+    base = PluginHost.default
 
     def host() -> PluginHost:
         h = base()
@@ -133,7 +129,7 @@ def _setup(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> N
             h.add_plugin(scripted, name="scripted")
         return h
 
-    monkeypatch.setattr(cli_module, "current_host", host)
+    monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
 
 
 def _refine(run_dir: Path, *args: str) -> Any:

@@ -19,7 +19,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from rtlforge.cli import EXIT_INFRA, EXIT_NOT_PASSED
+from rtlforge.cmdline import EXIT_INFRA, EXIT_NOT_PASSED
 from rtlforge.core.errors import (
     ConfigError,
     DesignError,

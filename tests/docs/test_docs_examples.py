@@ -260,23 +260,21 @@ def test_retriever_ranks_by_keyword_overlap_and_detector_fires_on_pipelines() ->
 # ------------------------------------------------------------------------------ commands
 
 
-def test_command_lists_task_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_command_lists_task_ports() -> None:
     from click.testing import CliRunner
 
-    import rtlforge.cli as cli_module
+    from rtlforge.cli import cli
 
     host = host_with("commands_plugin")
-    monkeypatch.setattr(cli_module, "current_host", lambda: host)
-    monkeypatch.setattr(cli_module.cli, "_plugins_loaded", False)
-    result = CliRunner().invoke(cli_module.cli, ["task-ports", "--tasks",
-                                                 str(REPO / "examples" / "tasks"), "--json"])
+    result = CliRunner().invoke(cli, ["task-ports", "--tasks", str(REPO / "examples" / "tasks"),
+                                      "--json"], obj=host)
     assert result.exit_code == 0, result.output
     ports = json.loads(result.output)
     assert len(ports) == 15
     # examples/tasks/add8_carry/task.toml declares a, b (8 bits), cin, sum (8), cout.
     assert ports["add8_carry"] == ["input a[8]", "input b[8]", "input cin[1]", "output sum[8]",
                                    "output cout[1]"]
-    missing = CliRunner().invoke(cli_module.cli, ["task-ports", "--tasks", "/nonexistent"])
+    missing = CliRunner().invoke(cli, ["task-ports", "--tasks", "/nonexistent"], obj=host)
     assert missing.exit_code == 2
 
 

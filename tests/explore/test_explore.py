@@ -320,13 +320,11 @@ def test_resume_after_sigkill_loses_nothing_and_repeats_nothing(tmp_path: Path) 
 
 @pytest.fixture(autouse=True)
 def _plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI sees explore's commands and the replay generator even when the installed
-    entry points predate them (an editable install made before they were declared)."""
-    import rtlforge.cli as cli_module
-    import rtlforge.explore.cli as explore_plugin
+    """The CLI sees the replay generator even when the installed entry points predate it
+    (an editable install made before it was declared)."""
     import rtlforge.plugins.generators.replay as gen_replay
-    explore_plugin.register_commands(cli)
-    base = cli_module.current_host
+
+    base = PluginHost.default
 
     def host() -> PluginHost:
         h = base()
@@ -334,7 +332,7 @@ def _plugins(monkeypatch: pytest.MonkeyPatch) -> None:
             h.add_plugin(gen_replay, name="replay")
         return h
 
-    monkeypatch.setattr(cli_module, "current_host", host)
+    monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
 
 
 def _json_out(result: Any) -> dict[str, Any]:
@@ -427,7 +425,7 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_repeated_generator_options_collect_into_a_list() -> None:
-    from rtlforge.cli import option_pairs
+    from rtlforge.cmdline import option_pairs
     from rtlforge.core.options import coerce_option_strings, options_model
 
     class Typed:  # a generator's constructor declares what the text values become

@@ -189,12 +189,9 @@ class _FakesPlugin:
 def fake_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI with explore's commands, the replay generator, the marker estimator and a
     marker pipeline (no EDA tools needed)."""
-    import rtlforge.cli as cli_module
-    import rtlforge.explore.cli as explore_plugin
     import rtlforge.plugins.generators.replay as gen_replay
 
-    explore_plugin.register_commands(cli)
-    base = cli_module.current_host
+    base = PluginHost.default
 
     def host() -> PluginHost:
         h = base()
@@ -204,7 +201,7 @@ def fake_cli(monkeypatch: pytest.MonkeyPatch) -> None:
             h.add_plugin(_FakesPlugin(), name="test-fakes")
         return h
 
-    monkeypatch.setattr(cli_module, "current_host", host)
+    monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
     monkeypatch.setattr(Pipeline, "build",
                         classmethod(lambda cls, *a, **k: cls([MarkerValidator()])))
 

@@ -166,7 +166,7 @@ def test_pass_rule_follows_the_official_analysis(output: str, verdict: Verdict) 
 
 
 def test_load_task_map_detects_the_layout_and_takes_the_explicit_name(tmp_path: Path) -> None:
-    from rtlforge.cli import load_task_map
+    from rtlforge.cmdline import load_task_map
 
     assert sorted(load_task_map(FIXTURES, "auto")) == ["Prob001_xor2", "Prob002_count4"]
     assert sorted(load_task_map(SPEC_TO_RTL, "verilogeval")) == ["Prob001_xor2",
@@ -177,7 +177,7 @@ def test_every_entry_point_reads_a_checkout_alike(tmp_path: Path) -> None:
     # The library's load_tasks, a reward's task lookup and the CLI decide a folder's layout in
     # one place: a VerilogEval checkout gave [] from rtlforge.load_tasks while --tasks worked.
     import rtlforge
-    from rtlforge.cli import load_task_map
+    from rtlforge.cmdline import load_task_map
     from rtlforge.rewards.base import resolve_tasks
     from rtlforge.tasks.loader import find_tasks
 
@@ -204,12 +204,12 @@ def test_cli_help_names_the_format() -> None:
 
 
 def _validate(task_id: str, source: str) -> Any:
-    from rtlforge.cli import current_host
     from rtlforge.core.models import Candidate
+    from rtlforge.core.plugins import PluginHost
     from rtlforge.validate.pipeline import Pipeline
 
     task = {t.id: t for t in load_verilogeval(FIXTURES)}[task_id]
-    pipeline = Pipeline.build(current_host(), simulator="icarus", timeout=60)
+    pipeline = Pipeline.build(PluginHost.default(), simulator="icarus", timeout=60)
     return pipeline.validate(task, Candidate.from_source(source, name="TopModule.sv"))
 
 
@@ -300,12 +300,11 @@ def test_cli_eval_warns_about_a_skipped_problem(tmp_path: Path) -> None:
 def with_replay(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The CLI with explore's commands and the replay generator (whatever the installed entry
     points say), as tests/explore sets it up."""
-    import rtlforge.cli as cli_module
-    import rtlforge.explore.cli as explore_plugin
     import rtlforge.plugins.generators.replay as gen_replay
+    from rtlforge.cli import cli
+    from rtlforge.core.plugins import PluginHost
 
-    explore_plugin.register_commands(cli_module.cli)
-    base = cli_module.current_host
+    base = PluginHost.default
 
     def host() -> Any:
         h = base()
@@ -313,8 +312,8 @@ def with_replay(monkeypatch: pytest.MonkeyPatch) -> Any:
             h.add_plugin(gen_replay, name="replay")
         return h
 
-    monkeypatch.setattr(cli_module, "current_host", host)
-    return cli_module.cli
+    monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
+    return cli
 
 
 def test_cli_generate_spec_reads_a_prompt_file_as_its_problem(tmp_path: Path,

@@ -172,9 +172,14 @@ def test_train_command_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     import click
     from click.testing import CliRunner
 
+    from rtlforge.core.plugins import PluginHost
+
     monkeypatch.chdir(ROOT)
+    host = PluginHost.default()
+    if "sft" not in host.names("trainer"):  # entry points installed before the trainers existed
+        host.add_plugin(plugin, name="rtlforge-trainers")
     group = click.Group()
-    plugin.register_commands(group)
+    plugin.register_commands(group, host)
     out = tmp_path / "run"
     result = CliRunner().invoke(group, ["train", "examples/train/sft-tiny.yaml",
                                         "--out", str(out)])

@@ -14,12 +14,12 @@ from typing import Any
 
 import click
 
-from rtlforge.cli import (
+from rtlforge.cmdline import (
     EXIT_INFRA,
     EXIT_OK,
     PLUGIN_OPTION_HELP,
+    command_host,
     create_generator,
-    current_host,
     option_pairs,
 )
 
@@ -78,7 +78,7 @@ def acquire(rollout_log: Path, sources_dir: Path, pool_dir: Path, generator_name
     from rtlforge.behave.acquire.taskpool import TaskPool
     from rtlforge.core.errors import ConfigError
 
-    host = current_host()
+    host = command_host()
     config = RoundConfig(max_picks=max_picks, max_rounds=max_rounds, seed=seed,
                          roles=_roles(role_items))  # type: ignore[arg-type]
     try:

@@ -1211,7 +1211,7 @@ def register_commands(cli: Any) -> None:
         import json
         import sys
 
-        from rtlforge.cli import EXIT_INFRA, EXIT_NOT_PASSED
+        from rtlforge.cmdline import EXIT_INFRA, EXIT_NOT_PASSED
         from rtlforge.core.models import SourceFile
 
         try:

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 import rtlforge.plugins.estimators.ppa as ppa_plugin
 import rtlforge.sandbox.runner as runner_mod
-from rtlforge.cli import _configure_logging
+from rtlforge.cli.root import configure_logging
 from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.interfaces import PPAResult
 from rtlforge.core.models import Candidate
@@ -416,7 +416,7 @@ def test_abc_estimator_ranks_like_full_flow_nangate(runner: SandboxRunner,
 @click.group()
 def cli() -> None:
     """A bare group with only what the plugin's ``register_commands`` hook adds."""
-    _configure_logging(0)  # as the real group does: no debug lines in the JSON output
+    configure_logging(0)  # as the real group does: no debug lines in the JSON output
 
 
 ppa_plugin.register_commands(cli)

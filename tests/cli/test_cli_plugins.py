@@ -11,14 +11,13 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-import rtlforge.cli as cli_module
 from rtlforge import hookimpl
 from rtlforge.cli import cli
 from rtlforge.core.interfaces import Reward, ValidationContext, Validator
 from rtlforge.core.models import Feedback, StageResult, Verdict
 from rtlforge.core.plugins import PluginHost
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "examples" / "tasks"
 RECORDED = ROOT / "examples" / "explore" / "recorded.jsonl"
 GOOD = "module and2(input a, input b, output y);\n  assign y = a & b;\nendmodule\n"
@@ -65,16 +64,15 @@ class ThirdParty:
 
 
 @pytest.fixture
-def host(monkeypatch: pytest.MonkeyPatch) -> PluginHost:
+def host() -> PluginHost:
     """The installed plugins (built-ins) plus the third-party one, as every command sees it."""
     host = PluginHost()
     assert host.add_plugin(ThirdParty(), name="thirdparty")
-    monkeypatch.setattr(cli_module, "current_host", lambda: host)
     return host
 
 
-def _run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
+def _run(host: PluginHost, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), obj=host)
     return result.exit_code, result.output
 
 
@@ -91,7 +89,7 @@ def test_validate_runs_a_selected_validator_with_its_options(host: PluginHost,
                                                               tmp_path: Path) -> None:
     design = _design(tmp_path)  # 3 lines
     for option in ("max_lines=2", "line-limit.max_lines=2", "max-lines=2"):
-        code, out = _run("validate", design, "--validator", "line-limit",
+        code, out = _run(host, "validate", design, "--validator", "line-limit",
                          "--validator-option", option, "--json")
         data = json.loads(out)
         assert code == 1, out
@@ -101,7 +99,7 @@ def test_validate_runs_a_selected_validator_with_its_options(host: PluginHost,
 
 def test_validate_unknown_validator_is_a_usage_error_with_a_guess(host: PluginHost,
                                                                   tmp_path: Path) -> None:
-    code, out = _run("validate", _design(tmp_path), "--validator", "line-limt")
+    code, out = _run(host, "validate", _design(tmp_path), "--validator", "line-limt")
     assert code == 2
     assert "no validator named 'line-limt' is registered; did you mean 'line-limit'?" in out
 
@@ -114,14 +112,14 @@ def test_validate_unknown_validator_is_a_usage_error_with_a_guess(host: PluginHo
 ])
 def test_validate_bad_validator_options_exit_2_naming_them(
         host: PluginHost, tmp_path: Path, option: str, expected: str) -> None:
-    code, out = _run("validate", _design(tmp_path), "--validator", "line-limit",
+    code, out = _run(host, "validate", _design(tmp_path), "--validator", "line-limit",
                      "--validator-option", option)
     assert code == 2 and expected in out, out
 
 
 def test_an_option_without_a_name_is_ambiguous_with_two_validators(host: PluginHost,
                                                                    tmp_path: Path) -> None:
-    code, out = _run("validate", _design(tmp_path), "--validator", "line-limit",
+    code, out = _run(host, "validate", _design(tmp_path), "--validator", "line-limit",
                      "--validator", "yosys-synth", "--validator-option", "max_lines=3")
     assert code == 2 and "expected NAME.KEY=VALUE" in out
 
@@ -144,7 +142,7 @@ def test_eval_scores_a_third_party_reward_and_runs_a_selected_validator(
         host: PluginHost, tmp_path: Path) -> None:
     samples, completions = _samples(tmp_path)
     out = tmp_path / "res.jsonl"
-    code, text = _run("eval", str(samples), "--tasks", str(TASKS / "mux4"), "--out", str(out),
+    code, text = _run(host, "eval", str(samples), "--tasks", str(TASKS / "mux4"), "--out", str(out),
                       "--validator", "line-limit", "--validator-option", "max_lines=1000",
                       "--reward", "length-score", "--reward-option", "length-score.scale=2",
                       "--reward", "testbench", "--json")
@@ -173,7 +171,7 @@ def test_eval_checks_plugins_and_options_before_any_work(
         host: PluginHost, tmp_path: Path, args: list[str], expected: str) -> None:
     samples, _ = _samples(tmp_path)
     out = tmp_path / "res.jsonl"
-    code, text = _run("eval", str(samples), "--tasks", str(TASKS / "mux4"), "--out", str(out),
+    code, text = _run(host, "eval", str(samples), "--tasks", str(TASKS / "mux4"), "--out", str(out),
                       *args)
     assert code == 2 and expected in text, text
     assert not out.exists()
@@ -182,8 +180,8 @@ def test_eval_checks_plugins_and_options_before_any_work(
 # ------------------------------------------------------------------------------ explore
 
 
-def _explore(tmp_path: Path, *args: str) -> tuple[int, str]:
-    return _run("explore", "--tasks", str(TASKS), "--task", "add8_carry", "--generator",
+def _explore(host: PluginHost, tmp_path: Path, *args: str) -> tuple[int, str]:
+    return _run(host, "explore", "--tasks", str(TASKS), "--task", "add8_carry", "--generator",
                 "replay", "--generator-option", f"path={RECORDED}", "--iterations", "1",
                 "--ppa-estimator", "none", "--no-ast", "--run-dir", str(tmp_path / "r"),
                 "--json", *args)
@@ -191,7 +189,7 @@ def _explore(tmp_path: Path, *args: str) -> tuple[int, str]:
 
 def test_explore_runs_a_selected_validator_with_its_options(host: PluginHost,
                                                             tmp_path: Path) -> None:
-    code, out = _explore(tmp_path, "--validator", "line-limit", "--validator-option",
+    code, out = _explore(host, tmp_path, "--validator", "line-limit", "--validator-option",
                          "max_lines=1")
     assert code == 0, out
     summary = json.loads(out.strip().splitlines()[-1])
@@ -211,6 +209,6 @@ def test_explore_runs_a_selected_validator_with_its_options(host: PluginHost,
 ])
 def test_explore_checks_plugin_options_even_on_a_dry_run(
         host: PluginHost, tmp_path: Path, args: list[str], expected: str) -> None:
-    code, out = _explore(tmp_path, "--dry-run", *args)
+    code, out = _explore(host, tmp_path, "--dry-run", *args)
     assert code == 2 and expected in out, out
     assert not (tmp_path / "r").exists()

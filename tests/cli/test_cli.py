@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from rtlforge.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = "module and2(input a, input b, output y);\n  assign y = a & b;\nendmodule\n"
 TB = """module tb;
   reg a, b; wire y; integer errors = 0, i;
@@ -116,7 +116,7 @@ DOCTOR_HINTS = {
 def test_doctor_lists_the_tools_the_registered_plugins_declare() -> None:
     from typing import ClassVar
 
-    from rtlforge.cli import _declared_tools
+    from rtlforge.cli.doctor import _declared_tools
     from rtlforge.core.hookspecs import hookimpl
     from rtlforge.core.interfaces import ValidationContext, Validator
     from rtlforge.core.models import StageResult, ToolSpec, Verdict
@@ -165,8 +165,8 @@ def test_a_plugin_that_raises_in_register_commands_hides_only_its_own(
     """pluggy stops a hook call at the first exception; the CLI calls each plugin on its own."""
     import click
 
-    import rtlforge.cli as cli_module
     from rtlforge import hookimpl
+    from rtlforge.cli.root import RootGroup
     from rtlforge.core.plugins import PluginHost
 
     broken, good = _BrokenCommands(), _HelloCommands()
@@ -175,13 +175,12 @@ def test_a_plugin_that_raises_in_register_commands_hides_only_its_own(
     pairs = [("broken", broken), ("hello", good)]
     host = PluginHost(load_entrypoints=False, allow=None, block=(),
                       plugins=pairs if broken_first else pairs[::-1])
-    monkeypatch.setattr(cli_module, "current_host", lambda: host)
 
-    @click.group(cls=cli_module._Group)
+    @click.group(cls=RootGroup)
     def group() -> None:
-        """A fresh CLI group, so plugin commands load against this host."""
+        """A bare root group: only what the plugins add."""
 
-    result = CliRunner().invoke(group, ["hello"])
+    result = CliRunner().invoke(group, ["hello"], obj=host)
     assert result.exit_code == 0, result.output
     assert "hello from a plugin" in result.stdout
     assert "plugin 'broken' failed to add commands: RuntimeError: boom" in result.stderr
@@ -311,3 +310,34 @@ def test_eval_on_an_empty_folder_says_no_tasks_and_what_was_looked_for(tmp_path:
     assert code == 2 and f"no tasks found under {tmp_path / 'empty'}" in out
     assert "task.toml" in out and "testbench.v" in out and "ProbNNN" in out
     assert "format rtllm" not in out
+
+
+def test_each_invocation_sees_the_commands_of_its_own_host() -> None:
+    """Plugin commands are collected from the invocation's host, never kept on the module's
+    group: a host without the plugin does not see a command an earlier host added, and the
+    command gets the very host it was invoked with."""
+    import click
+
+    from rtlforge import hookimpl
+    from rtlforge.core.plugins import PluginHost
+
+    seen: list[PluginHost] = []
+
+    class Greeter:
+        @staticmethod
+        @hookimpl
+        def register_commands(cli: click.Group, host: PluginHost) -> None:
+            @cli.command(name="greet")
+            def greet() -> None:
+                seen.append(host)
+                click.echo("greetings")
+
+    with_it = PluginHost(load_entrypoints=False, allow=None, block=(),
+                         plugins=[("greeter", Greeter())])
+    without = PluginHost(load_entrypoints=False, allow=None, block=())
+    first = CliRunner().invoke(cli, ["greet"], obj=with_it)
+    assert first.exit_code == 0 and "greetings" in first.stdout
+    assert seen == [with_it]
+    second = CliRunner().invoke(cli, ["greet"], obj=without)
+    assert second.exit_code == 2 and "No such command 'greet'" in second.output
+    assert "greet" not in cli.commands

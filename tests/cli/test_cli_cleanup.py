@@ -20,7 +20,7 @@ from rtlforge.testing import skip_unless_tools
 
 pytestmark = pytest.mark.tools
 
-REPO = Path(__file__).parents[1]
+REPO = Path(__file__).parents[2]
 DESIGN = ("module top_module(input [7:0] a, input [7:0] b, output [8:0] sum);\n"
           "  assign sum = a + b;\nendmodule\n")
 #: Never calls $finish: the simulation runs until the runner's timeout (or a signal) stops it.

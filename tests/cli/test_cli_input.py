@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from rtlforge.cli import cli
+from rtlforge.cmdline import EXIT_INFRA
+from rtlforge.core.plugins import PluginHost
 
 AND2 = "module and2(input a, input b, output y);\n  assign y = a & b;\nendmodule\n"
 TB = """module tb;
@@ -19,8 +21,8 @@ endmodule
 """
 
 
-def _invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args))
+def _invoke(*args: str, host: PluginHost | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), obj=host)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -162,19 +164,15 @@ def _misspelt_hook_plugin() -> object:
 
 def test_plugins_exits_3_listing_a_plugin_that_failed_and_suggests_the_hook(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import rtlforge.cli as cli_module
-    from rtlforge.core.plugins import PluginHost
-
     host = PluginHost(load_entrypoints=False, allow=None, block=(),
                       plugins=[("typo", _misspelt_hook_plugin())])
-    monkeypatch.setattr(cli_module, "current_host", lambda: host)
-    code, out, err = _invoke("plugins")
-    assert code == cli_module.EXIT_INFRA
+    code, out, err = _invoke("plugins", host=host)
+    assert code == EXIT_INFRA
     assert "plugin 'typo' failed to load" in err
     assert "unknown hook 'register_validator'" in err
     assert "did you mean 'register_validators'?" in err
-    code, out, _ = _invoke("plugins", "--json")
-    assert code == cli_module.EXIT_INFRA
+    code, out, _ = _invoke("plugins", "--json", host=host)
+    assert code == EXIT_INFRA
     typo = next(p for p in json.loads(out)["plugins"] if p["name"] == "typo")
     assert "did you mean 'register_validators'?" in typo["error"]
 

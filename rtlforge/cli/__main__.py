@@ -1,0 +1,3 @@
+from rtlforge.cli import main
+
+main()

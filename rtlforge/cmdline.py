@@ -1,0 +1,164 @@
+"""Building blocks every ``rtlforge`` command shares, built-in or added by a plugin.
+
+The CLI (:mod:`rtlforge.cli`) sits above every technique; plugins add commands through the
+``register_commands(cli, host)`` hook and take what they share with the built-ins from here, so
+nothing below the CLI imports it.
+
+Exit codes (stable, used by tooling): 0 pass / success, 1 the design did not pass (fail, error,
+timeout), 2 usage or input error, 3 infrastructure error (tool missing, sandbox failure, a plugin
+that failed to load: ``rtlforge plugins``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.models import Task, Verdict
+
+if TYPE_CHECKING:
+    from rtlforge.core.interfaces import Generator, PPAEstimator
+    from rtlforge.core.options import PluginSpec
+    from rtlforge.core.plugins import PluginHost
+
+#: Exit codes of every command, plugin commands included (see the module docstring).
+EXIT_OK, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+
+def command_host(ctx: click.Context | None = None) -> PluginHost:
+    """The plugin host of this command line invocation: the root context's ``obj``.
+
+    The ``rtlforge`` group makes one per invocation (its allow/block lists then hold for every
+    command, and plugins load once); ``CliRunner().invoke(cli, args, obj=host)`` passes one in.
+    A plugin's command also gets it as ``register_commands``'s ``host``. Outside any click
+    context it is a fresh :meth:`PluginHost.default`.
+    """
+    from rtlforge.core.plugins import PluginHost
+
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None:
+        return PluginHost.default()
+    root = ctx.find_root()
+    if not isinstance(root.obj, PluginHost):
+        root.obj = PluginHost.default()
+    return root.obj
+
+
+#: How every command selects plugins (documented in docs/plugins.md).
+PLUGIN_OPTION_HELP = ("[NAME.]KEY=VALUE: an option of the selected {kind} NAME, typed by its "
+                      "options model (repeatable; the NAME. prefix may be left out when one "
+                      "{kind} is selected; see `rtlforge plugins`).")
+
+#: ``--simulator``: the toolchains a pipeline can be built for.
+SIMULATOR_HELP = ("Toolchain whose lint and simulate validators run: icarus, verilator, or one "
+                   "a plugin declares (see `rtlforge plugins`).")
+
+
+def plugin_specs(host: PluginHost, kind: str, names: tuple[str, ...], items: tuple[str, ...],
+                 flag: str, *, supplied: tuple[str, ...] = ()) -> list[PluginSpec]:
+    """``--KIND NAME`` (repeatable) with ``--KIND-option [NAME.]KEY=VALUE``, checked now.
+
+    An unknown name (with a "did you mean"), an option naming no selected plugin, an unknown
+    option or a value of the wrong type is a usage error before any work starts. ``supplied``
+    names options the command adds itself (a reward's ``tasks``).
+    """
+    from rtlforge.core.options import (
+        PluginSpec,
+        coerce_option_strings,
+        group_option_strings,
+        split_option_strings,
+    )
+
+    try:
+        for name in names:
+            host.get(kind, name)
+        grouped = group_option_strings(list(dict.fromkeys(names)), items, flag=flag)
+        return [PluginSpec(name=name, options=coerce_option_strings(
+                    host.options_model(kind, name), split_option_strings(raw, flag=flag),
+                    what=f"{kind} {name!r} ({flag})", supplied=supplied))
+                for name, raw in grouped.items()]
+    except RtlforgeError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def option_pairs(items: tuple[str, ...], flag: str) -> dict[str, Any]:
+    """``k=v`` pairs as text; the generator's options model types them."""
+    from rtlforge.core.errors import PluginOptionsError
+    from rtlforge.core.options import split_option_strings
+
+    try:
+        return split_option_strings(items, flag=flag)
+    except PluginOptionsError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def create_generator(host: PluginHost, name: str, options: dict[str, Any]) -> Generator:
+    """Generator ``name`` with ``--generator-option`` text typed by its options model; an
+    unknown generator or option is a usage error before any work starts."""
+    from rtlforge.core.options import coerce_option_strings
+
+    try:
+        typed = coerce_option_strings(host.options_model("generator", name), options,
+                                      what=f"generator {name!r} (--generator-option)")
+        return host.create("generator", name, **typed)
+    except (RtlforgeError, TypeError, ValueError) as exc:
+        raise click.UsageError(f"generator {name!r}: {exc}") from exc
+
+
+def prepare_estimator(estimator: PPAEstimator) -> None:
+    """Read what a PPA estimator is configured with (its liberty) now: a bad ``--liberty`` is
+    then a usage error before any work, not one failure per design after all of it."""
+    estimator.cache_key()
+
+
+#: ``--tasks``: what ``load_task_map`` reads (``--format`` picks one of TASK_FORMATS).
+TASKS_HELP = ("A task suite (task.toml folders), an RTLLM-layout folder, or a VerilogEval v2 "
+              "checkout / dataset folder (ProbNNN_name_{prompt.txt,ref.sv,test.sv}).")
+
+
+def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
+    """Tasks under ``root`` by id (:func:`rtlforge.tasks.loader.find_tasks`); a VerilogEval
+    problem that cannot be loaded is skipped with a warning on stderr rather than failing the
+    whole run. Finding none is a usage error that says which layouts were looked for."""
+    from rtlforge.tasks.loader import NoTasksError, find_tasks
+
+    try:
+        found = find_tasks(root, fmt)
+    except NoTasksError as exc:
+        raise click.UsageError(str(exc)) from exc
+    for reason in found.skipped:
+        click.secho(f"warning: skipped {reason}", fg="yellow", err=True)
+    return {t.id: t for t in found.tasks}
+
+
+def positive_ints(text: str, flag: str) -> list[int]:
+    """``1,5,10`` as sorted distinct positive integers; anything else is a usage error that
+    names the flag (not Python's ``int()`` message)."""
+    values = set()
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if not item.isdigit() or int(item) < 1:
+            raise click.UsageError(f"{flag}: {item!r} is not a positive integer "
+                                   f"(expected a comma-separated list such as 1,5,10)")
+        values.add(int(item))
+    if not values:
+        raise click.UsageError(f"{flag}: give at least one positive integer, such as 1,5,10")
+    return sorted(values)
+
+
+def exit_code(verdict: Verdict) -> int:
+    if verdict is Verdict.PASS:
+        return EXIT_OK
+    if verdict is Verdict.INFRA_ERROR:
+        return EXIT_INFRA
+    return EXIT_NOT_PASSED
+
+
+def stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
