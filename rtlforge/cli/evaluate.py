@@ -139,14 +139,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     SAMPLES.jsonl has {"task_id", "completion"} per line, optionally "method", "trial" and
     "iteration"; RTLLM LLM-output folders come in with --method NAME=DIR.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from rtlforge.core.errors import ToolMissingError
-    from rtlforge.core.executor import ThreadExecutor
-    from rtlforge.evaluation.evaluate import evaluate_detailed, sample_labels
+    from rtlforge.evaluation.evaluate import sample_labels
     from rtlforge.evaluation.report import summarise, write_report
-    from rtlforge.tasks.rtllm import load_llm_outputs
-    from rtlforge.tasks.samples import load_samples
     from rtlforge.validate.pipeline import Pipeline
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)
@@ -162,20 +156,10 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     baseline_names = [b.strip() for item in baselines for b in item.split(",") if b.strip()]
     if out is None and samples_path is None and report_dir is None:
         raise click.UsageError("without SAMPLES.jsonl, give --out or --report for the results")
-    unmatched: list[dict[str, Any]] = []
-    aliased: list[dict[str, Any]] = []
     k_values = positive_ints(ks, "-k")
     try:
         task_map = load_task_map(tasks_dir, fmt)
-        samples = list(load_samples(samples_path)) if samples_path else []
-        for name, folder in dirs:
-            loaded = load_llm_outputs(folder, task_map, method=name)
-            samples += loaded.samples
-            unmatched += [{"method": name, **f.model_dump()} for f in loaded.unmatched]
-            aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
-        if not samples:
-            sources = ([str(samples_path)] if samples_path else []) + [str(d) for _, d in dirs]
-            raise click.UsageError(f"no samples in {', '.join(sources)}")
+        samples, unmatched, aliased = _load_all_samples(samples_path, dirs, task_map)
         _check_ks(k_values, samples, explicit=_given("ks"))
         pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout,
                                   extra=validators)
@@ -209,39 +193,10 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     if out is None:
         out = (samples_path.with_name(samples_path.stem + "_results.jsonl") if samples_path
                else report_dir / "results.jsonl")  # type: ignore[operator]
-    golden_jobs = len({s.task_id for s in samples
-                       if s.task_id in task_map and task_map[s.task_id].golden})
-    passed = [0]
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), transient=as_json,
-                  console=None if not as_json else stderr_console()) as progress:
-        bar = progress.add_task("validating", total=len(samples))
-        ppa_bar: list[Any] = []
-
-        def validated(res: Any) -> None:
-            passed[0] += res.report.passed
-            progress.advance(bar)
-
-        def measured() -> None:
-            if not ppa_bar:
-                ppa_bar.append(progress.add_task("measuring PPA", total=golden_jobs + passed[0]))
-            progress.advance(ppa_bar[0])
-
-        with ThreadExecutor(workers) as pool:
-            try:
-                detailed = evaluate_detailed(
-                    samples, task_map, pipeline, default_method=default_method,
-                    estimator=ppa_estimator, ast_reward=ast_reward, ks=k_values,
-                    executor=pool, on_result=validated, on_measured=measured,
-                    include_broken=include_broken)
-            except ToolMissingError as exc:
-                click.secho(f"error: {exc}", fg="red", err=True)
-                sys.exit(EXIT_INFRA)
-            except RtlforgeError as exc:
-                raise click.UsageError(str(exc)) from exc
-            finally:
-                if ppa_estimator is not None:
-                    ppa_estimator.close()  # persistent sta sessions
+    detailed = _evaluate_with_progress(
+        samples, task_map, pipeline, ppa_estimator, workers=workers, as_json=as_json,
+        default_method=default_method, ast_reward=ast_reward, ks=k_values,
+        include_broken=include_broken)
     result = detailed.result
     _warn_ppa_failures(detailed)
     for tid, reason in sorted(result.broken_tasks.items()):
@@ -250,21 +205,7 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                        else "left out of pass@k"), fg="yellow", err=True)
 
     scored = _score_rewards(scorers, samples, task_map, [r.index for r in result.samples])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w") as fh:
-        for res, det in zip(result.samples, detailed.details, strict=True):
-            line: dict[str, Any] = {"index": res.index, "task_id": res.task_id,
-                                    **res.report.to_summary(), "method": det.method,
-                                    "trial": det.trial, "iteration": det.iteration}
-            if ppa:
-                line.update(ppa=det.ppa.model_dump() if det.ppa else None,
-                            objectives=det.objectives, hvc=det.hvc)
-            if with_ast:
-                line.update(ast_similarity=det.ast_similarity, ast_status=det.ast_status,
-                            ast_backend=det.ast_backend)
-            if scorers:
-                line["rewards"] = {name: values[res.index] for name, values in scored.items()}
-            fh.write(json.dumps(line) + "\n")
+    _write_results(out, detailed, scored, ppa=ppa, with_ast=with_ast)
     run_info = {"tasks": str(tasks_dir), "simulator": simulator, "synth": synth,
                 "estimator": estimator if ppa else None,
                 "liberty": str(liberty) if liberty else None, "ast": with_ast,
@@ -296,6 +237,94 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
                     fg="yellow", err=True)
         sys.exit(EXIT_INFRA)
 
+
+
+def _load_all_samples(samples_path: Path | None, dirs: list[tuple[str, Path]],
+                      task_map: dict[str, Task],
+                      ) -> tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The JSONL samples and every ``--method`` folder's files, with the folder files that
+    matched no task and those matched through an alias (reported, never silently dropped)."""
+    from rtlforge.tasks.rtllm import load_llm_outputs
+    from rtlforge.tasks.samples import load_samples
+
+    samples = list(load_samples(samples_path)) if samples_path else []
+    unmatched: list[dict[str, Any]] = []
+    aliased: list[dict[str, Any]] = []
+    for name, folder in dirs:
+        loaded = load_llm_outputs(folder, task_map, method=name)
+        samples += loaded.samples
+        unmatched += [{"method": name, **f.model_dump()} for f in loaded.unmatched]
+        aliased += [{"method": name, **f.model_dump()} for f in loaded.aliased]
+    if not samples:
+        sources = ([str(samples_path)] if samples_path else []) + [str(d) for _, d in dirs]
+        raise click.UsageError(f"no samples in {', '.join(sources)}")
+    return samples, unmatched, aliased
+
+
+def _evaluate_with_progress(samples: list[Any], task_map: dict[str, Task], pipeline: Pipeline,
+                            estimator: Any, *, workers: int | None, as_json: bool,
+                            **options: Any) -> Any:
+    """``evaluate_detailed`` over a thread pool, drawing a validation bar and (once a design
+    passed) a PPA bar on stderr; a missing tool ends the run with exit 3. The estimator's
+    helper processes are closed however it ends."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from rtlforge.core.errors import ToolMissingError
+    from rtlforge.core.executor import ThreadExecutor
+    from rtlforge.evaluation.evaluate import evaluate_detailed
+
+    golden_jobs = len({s.task_id for s in samples
+                       if s.task_id in task_map and task_map[s.task_id].golden})
+    passed = [0]
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), transient=as_json,
+                  console=None if not as_json else stderr_console()) as progress:
+        bar = progress.add_task("validating", total=len(samples))
+        ppa_bar: list[Any] = []
+
+        def validated(res: Any) -> None:
+            passed[0] += res.report.passed
+            progress.advance(bar)
+
+        def measured() -> None:
+            if not ppa_bar:
+                ppa_bar.append(progress.add_task("measuring PPA", total=golden_jobs + passed[0]))
+            progress.advance(ppa_bar[0])
+
+        with ThreadExecutor(workers) as pool:
+            try:
+                return evaluate_detailed(samples, task_map, pipeline, estimator=estimator,
+                                         executor=pool, on_result=validated,
+                                         on_measured=measured, **options)
+            except ToolMissingError as exc:
+                click.secho(f"error: {exc}", fg="red", err=True)
+                sys.exit(EXIT_INFRA)
+            except RtlforgeError as exc:
+                raise click.UsageError(str(exc)) from exc
+            finally:
+                if estimator is not None:
+                    estimator.close()  # persistent sta sessions
+
+
+def _write_results(out: Path, detailed: Any, scored: dict[str, dict[int, float | None]], *,
+                   ppa: bool, with_ast: bool) -> None:
+    """One JSON line per sample: its verdict summary, labels, and what was asked for (PPA and
+    objectives, AST similarity, each ``--reward``'s value)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w") as fh:
+        for res, det in zip(detailed.result.samples, detailed.details, strict=True):
+            line: dict[str, Any] = {"index": res.index, "task_id": res.task_id,
+                                    **res.report.to_summary(), "method": det.method,
+                                    "trial": det.trial, "iteration": det.iteration}
+            if ppa:
+                line.update(ppa=det.ppa.model_dump() if det.ppa else None,
+                            objectives=det.objectives, hvc=det.hvc)
+            if with_ast:
+                line.update(ast_similarity=det.ast_similarity, ast_status=det.ast_status,
+                            ast_backend=det.ast_backend)
+            if scored:
+                line["rewards"] = {name: values[res.index] for name, values in scored.items()}
+            fh.write(json.dumps(line) + "\n")
 
 def _build_rewards(host: PluginHost, specs: list[PluginSpec], task_map: dict[str, Task],
                    pipeline: Pipeline, estimator: Any) -> dict[str, Any]:
