@@ -11,12 +11,22 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 #: Characters allowed in a source file name. Files are materialised inside a run directory, so a
 #: name must never be able to climb out of it or hide as a dot-file.
@@ -252,35 +262,267 @@ class ToolSpec(_Frozen):
         return (found.group(1) if found.groups() else found.group(0))[:200]
 
 
-def _ppa_field(short: str, long: str) -> object:
-    # Datasets and records spell PPA keys short ({"power", "delay", "area"}); estimators use
-    # the unit-carrying names. Both are the same field (the short one leads in error messages).
-    return Field(validation_alias=AliasChoices(short, long))
+#: The flat PPA keys of records, datasets and summaries, in their order (mW, ns, um^2).
+PPA_KEYS = ("power", "delay", "area")
+#: The estimators' unit-carrying names of the same three fields.
+PPA_UNIT_KEYS = {"power": "power_mw", "delay": "delay_ns", "area": "area_um2"}
+
+
+def _ppa_field(short: str) -> Any:
+    # Flat data spells a PPA key short ("power"), estimators with its unit ("power_mw"): both
+    # validate the one field (the short name leads in error messages).
+    return Field(validation_alias=AliasChoices(short, PPA_UNIT_KEYS[short]))
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
+                     for e in exc.errors())
 
 
 class PPAResult(_Frozen):
     """The PPA of one measured design: the one PPA model of rtlforge.
 
-    Validates from the estimator's names (``power_mw``...) or the short keys datasets and
-    records use (``power``, ``delay``, ``area``). ``cells`` and ``liberty`` are optional because
-    a PPA read back from a record or a dataset column does not carry them.
+    Ways in: the fields by either name (``power`` or ``power_mw``...), or :meth:`from_flat` for
+    a flat record that may hold no PPA. Way out: :meth:`triple`, the flat form every record,
+    dataset column and objective vector uses. ``cells`` and ``liberty`` are optional: a PPA
+    read back from a record does not carry them.
     """
 
-    area_um2: float = _ppa_field("area", "area_um2")  # type: ignore[assignment]
-    delay_ns: float = _ppa_field("delay", "delay_ns")  # type: ignore[assignment]
-    power_mw: float = _ppa_field("power", "power_mw")  # type: ignore[assignment]
+    area_um2: float = _ppa_field("area")
+    delay_ns: float = _ppa_field("delay")
+    power_mw: float = _ppa_field("power")
     cells: int | None = None
     liberty: str | None = None
     tools: tuple[ToolInfo, ...] = ()
     details: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def from_flat(cls, value: Any, *, what: str = "PPA", partial_is_absent: bool = False,
+                  ) -> PPAResult | None:
+        """The PPA of a flat value: None, JSON text, a PPA, or a mapping holding the three
+        numbers (short or unit names) among other keys (``code``, ``ratio``...), which are
+        ignored. No number at all is no PPA; some but not all is a ``ValueError`` naming
+        ``what``, or no PPA with ``partial_is_absent`` (a failed design's record)."""
+        if isinstance(value, str | bytes):
+            from rtlforge.core.untrusted import load_json
+
+            value = load_json(value) if value.strip() else None
+        if value is None or isinstance(value, PPAResult):
+            return value
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{what} {value!r} is not a PPA mapping {{power, delay, area}}")
+        names = {*PPA_KEYS, *PPA_UNIT_KEYS.values()}
+        numbers = {k: v for k, v in value.items() if k in names and v is not None}
+        if not numbers or (partial_is_absent and len(numbers) < len(PPA_KEYS)):
+            return None
+        if value.get("cells") is not None:
+            numbers["cells"] = value["cells"]
+        try:
+            return cls.model_validate(numbers)
+        except ValidationError as exc:
+            raise ValueError(f"{what} {dict(value)!r} is not a valid PPA: {_problems(exc)}",
+                             ) from exc
+
     def triple(self) -> dict[str, float]:
-        """``{"power", "delay", "area"}``: the shape objective vectors and reward columns use."""
+        """``{"power", "delay", "area"}``: the flat form records and reward columns hold."""
         return {"power": self.power_mw, "delay": self.delay_ns, "area": self.area_um2}
 
     @property
     def finite(self) -> bool:
         return all(math.isfinite(v) for v in (self.power_mw, self.delay_ns, self.area_um2))
+
+    @property
+    def valid(self) -> bool:
+        """Every number finite and > 0: anything else is a broken report (never an infinitely
+        good design), so it earns no PPA reward and has no objective vector."""
+        return all(math.isfinite(v) and v > 0 for v in (self.power_mw, self.delay_ns,
+                                                          self.area_um2))
+
+
+#: A PPA that serialises to its flat triple: how records and rollouts store one.
+FlatPPA = Annotated[PPAResult, PlainSerializer(PPAResult.triple)]
+
+
+class PPAMeasure(_Frozen):
+    """The outcome of measuring one design: its PPA, or why it has none (never both).
+
+    ``infra`` marks an error that says nothing about the design
+    (:func:`~rtlforge.core.errors.is_infra`): the measurement is missing, not bad. Serialised
+    flat, ``{"power", "delay", "area", "cells", "error"}`` plus ``"infra": true`` on an
+    infrastructure error: the shape eval summaries and explore archives have always had.
+    """
+
+    ppa: PPAResult | None = None
+    error: str | None = None
+    infra: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping) or "ppa" in value:
+            return value
+        unknown = set(value) - {*PPA_KEYS, "cells", "error", "infra"}
+        if unknown:
+            raise ValueError(f"unknown PPA keys {sorted(unknown)}")
+        rest = {k: value[k] for k in ("error", "infra") if k in value}
+        return {"ppa": PPAResult.from_flat(value, what="PPA measurement"), **rest}
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PPAMeasure:
+        if self.ppa is not None and self.error is not None:
+            raise ValueError("a PPA measurement has either numbers or an error, not both")
+        return self
+
+    @model_serializer(mode="plain")
+    def _to_flat(self) -> dict[str, Any]:
+        ppa = self.ppa
+        flat: dict[str, Any] = {**(ppa.triple() if ppa else dict.fromkeys(PPA_KEYS)),
+                                "cells": ppa.cells if ppa else None, "error": self.error}
+        if self.infra:  # only then: every record written before the flag reads back the same
+            flat["infra"] = True
+        return flat
+
+    @property
+    def ok(self) -> bool:
+        return self.ppa is not None
+
+    @property
+    def power(self) -> float | None:  # mW
+        return self.ppa.power_mw if self.ppa else None
+
+    @property
+    def delay(self) -> float | None:  # ns
+        return self.ppa.delay_ns if self.ppa else None
+
+    @property
+    def area(self) -> float | None:  # um^2
+        return self.ppa.area_um2 if self.ppa else None
+
+    @property
+    def cells(self) -> int | None:
+        return self.ppa.cells if self.ppa else None
+
+    def triple(self) -> dict[str, float] | None:
+        return self.ppa.triple() if self.ppa is not None else None
+
+
+def _is_vector(value: Any) -> bool:
+    return (not isinstance(value, str | bytes | Mapping) and hasattr(value, "__len__")
+            and hasattr(value, "__iter__") and len(value) == len(PPA_KEYS))
+
+
+class Objectives(tuple[float, float, float]):
+    """A design's objective vector: ``(P_gold/P, D_gold/D, A_gold/A)``, every ratio maximised.
+
+    A tuple, so it goes to numpy and compares like the tuples and JSON lists that held it
+    before (a list of the same numbers is equal too). Way in: :meth:`parse` (a 3-sequence,
+    array, or a mapping's ``"objectives"`` or ``"ratio"``, the two spellings histories used)
+    or :meth:`of` (a PPA over its golden's); way out: a JSON list. Old records may hold
+    non-finite ratios: reading keeps them, and the hypervolume code refuses them.
+    """
+
+    def __new__(cls, values: Any) -> Objectives:
+        if hasattr(values, "tolist"):
+            values = values.tolist()
+        if not _is_vector(values) or any(isinstance(v, bool) for v in values):
+            raise ValueError(f"objective vector {values!r} is not 3 numbers")
+        return super().__new__(cls, (float(v) for v in values))
+
+    def __eq__(self, other: object) -> bool:
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    __hash__ = tuple.__hash__
+
+    @classmethod
+    def parse(cls, value: Any) -> Objectives | None:
+        """None, a 3-sequence, or a mapping's ``"objectives"`` (or legacy ``"ratio"``)."""
+        if isinstance(value, Mapping):
+            value = value.get("objectives", value.get("ratio"))
+        return None if value is None else cls(value)
+
+    @classmethod
+    def of(cls, ppa: PPAResult | None, golden: PPAResult | None) -> Objectives | None:
+        """``golden / ppa`` per objective; None unless both are valid and every ratio is finite
+        and > 0 (so a zero is refused before any division and the ratio needs no ``eps``)."""
+        if ppa is None or golden is None or not (ppa.valid and golden.valid):
+            return None
+        gen, gold = ppa.triple(), golden.triple()
+        out = tuple(gold[k] / gen[k] for k in PPA_KEYS)
+        return cls(out) if all(math.isfinite(v) and v > 0 for v in out) else None
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(
+            lambda v: v if isinstance(v, Objectives) else cls(v),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                list, return_schema=core_schema.list_schema(core_schema.float_schema())))
+
+
+class HistoryEntry(_Frozen):
+    """What one earlier circuit contributes to a history: its source, its PPA or objective
+    vector, and its verdict (and first message) when it did not pass.
+
+    Sequential prompts render it, the HVC reward scores against it, reconstruction writes it
+    to datasets. Way in (``model_validate``): this model's fields, a PPA, a bare objective
+    vector, or the flat mapping ``{code, power, delay, area, ratio}`` of dataset columns
+    (``objectives`` for ``ratio``, ``source`` for ``code`` and unit-named PPA keys too; other
+    keys are ignored, as dataset rows carry their own). An entry with its code but without all
+    three numbers has no PPA. Way out (``model_dump``): that flat mapping, with ``iteration``,
+    ``verdict`` and ``message`` only when set (never ``cells``: a checkpoint keeps the triple).
+    """
+
+    source: str | None = Field(None, validation_alias=AliasChoices("source", "code"))
+    iteration: int | None = None
+    ppa: PPAResult | None = None
+    objectives: Objectives | None = None
+    verdict: Verdict = Verdict.PASS
+    message: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, entry: Any) -> Any:
+        neither = (f"history entry {entry!r} is neither a PPA mapping {{power, delay, area}} "
+                   "nor a 3-element objective vector")
+        if isinstance(entry, PPAResult):
+            return {"ppa": entry}
+        if _is_vector(entry) or hasattr(entry, "tolist"):
+            return {"objectives": entry}
+        if not isinstance(entry, Mapping):
+            raise ValueError(neither)
+        code = next((entry[k] for k in ("source", "code") if isinstance(entry.get(k), str)),
+                    None)
+        out = {k: entry[k] for k in ("iteration", "verdict", "message") if k in entry}
+        try:
+            objectives = Objectives.parse(entry)
+        except ValueError:
+            raise ValueError(neither) from None
+        ppa = entry["ppa"] if "ppa" in entry else PPAResult.from_flat(
+            entry, what="history entry", partial_is_absent=code is not None)
+        if code is None and ppa is None and objectives is None:
+            raise ValueError(neither)
+        return {**out, "source": code, "ppa": ppa, "objectives": objectives}
+
+    @model_serializer(mode="plain")
+    def _to_flat(self) -> dict[str, Any]:
+        ppa = self.ppa
+        flat: dict[str, Any] = {"code": self.source,
+                                **(ppa.triple() if ppa else dict.fromkeys(PPA_KEYS)),
+                                "ratio": list(self.objectives) if self.objectives else None}
+        # no cells: a dataset row must read the same after a checkpoint, which keeps the triple
+        extra = {"iteration": self.iteration,
+                 "verdict": None if self.verdict is Verdict.PASS else self.verdict.value,
+                 "message": self.message}
+        return {**flat, **{k: v for k, v in extra.items() if v is not None}}
+
+    @property
+    def code(self) -> str | None:
+        return self.source
+
+    @property
+    def has_ppa(self) -> bool:
+        return self.ppa is not None and self.ppa.finite
 
 
 class StageResult(_Frozen):

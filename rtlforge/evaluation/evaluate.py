@@ -17,8 +17,11 @@ from rtlforge.core.errors import ExtractionError, TaskFormatError, ToolMissingEr
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.interfaces import PPAEstimator, Reward
 from rtlforge.core.models import (
+    PPA_KEYS,
     Candidate,
     Feedback,
+    Objectives,
+    PPAMeasure,
     Provenance,
     StageResult,
     Task,
@@ -28,13 +31,12 @@ from rtlforge.core.models import (
 from rtlforge.evaluation.golden import (
     GoldenCheck,
     GoldenPPA,
-    PPAMeasure,
     error_measure,
     measure_ppa,
 )
 from rtlforge.evaluation.passk import mean_pass_at_k
 from rtlforge.generation.extract import extract_verilog
-from rtlforge.pareto.hypervolume import Backend, hvc_group, objective_vector
+from rtlforge.pareto.hypervolume import Backend, hvc_group
 from rtlforge.tasks.samples import Sample
 from rtlforge.validate.pipeline import Pipeline
 
@@ -202,7 +204,7 @@ class SampleDetail(BaseModel):
     code: str | None = None  # the circuit as submitted (shown collapsed in the report)
     message: str | None = None  # first feedback message of a sample that did not pass
     ppa: PPAMeasure | None = None  # None when not measured (not passing, or no --ppa)
-    objectives: tuple[float, float, float] | None = None  # golden/generated ratios, maximised
+    objectives: Objectives | None = None  # golden/generated ratios, maximised
     hvc: float | None = None
     ast_similarity: float | None = None
     ast_status: str | None = None
@@ -228,13 +230,11 @@ class DetailedEval(BaseModel):
         out = []
         for d in self.details:
             gold = self.golden.get(d.task_id)
-            triple = d.ppa.triple() if d.ppa is not None and d.passed else None
+            ppa = d.ppa.ppa if d.ppa is not None and d.passed else None
             out.append({
                 "method": d.method, "task": d.task_id, "trial": d.trial,
                 "iteration": d.iteration, "passed": d.passed,
-                "power": triple["power"] if triple else None,
-                "delay": triple["delay"] if triple else None,
-                "area": triple["area"] if triple else None,
+                **(ppa.triple() if ppa is not None else dict.fromkeys(PPA_KEYS)),
                 "golden": gold.triple() if gold is not None else None,
             })
         return out
@@ -394,9 +394,8 @@ def evaluate_detailed(
         sample, (method, trial, iteration) = samples[res.index], labels[res.index]
         ppa = measured.get(res.index)
         gold_ppa = golden.get(res.task_id)
-        vec = None
-        if ppa is not None and ppa.ok and gold_ppa is not None and gold_ppa.ok:
-            vec = objective_vector(ppa.triple(), gold_ppa.triple())
+        vec = Objectives.of(ppa.ppa if ppa is not None else None,
+                            gold_ppa.ppa if gold_ppa is not None else None)
         ast = ast_scores.get(res.index)
         source = sample.extra.get("source", sample.extra.get("note"))
         details.append(SampleDetail(
@@ -404,7 +403,7 @@ def evaluate_detailed(
             iteration=iteration, verdict=res.report.verdict.value,
             source=str(source) if source is not None else None,
             code=sample.completion, message=_first_message(res.report), ppa=ppa,
-            objectives=tuple(float(x) for x in vec) if vec is not None else None,
+            objectives=vec,
             ast_similarity=getattr(ast, "similarity", None),
             ast_status=getattr(ast, "status", None),
             ast_backend=getattr(ast, "backend", None),

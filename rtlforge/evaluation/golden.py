@@ -1,4 +1,5 @@
-"""Measuring PPA: one design's outcome (:class:`PPAMeasure`) and each golden's, once per task.
+"""Measuring PPA: one design's outcome (the kernel's :class:`PPAMeasure`) and each golden's,
+once per task.
 
 Evaluation, rewards and exploration all compare a candidate's PPA with its task's golden, and
 all need the golden measured exactly once per task however many threads ask for it.
@@ -17,12 +18,18 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.errors import RtlforgeError, ToolMissingError, is_infra
 from rtlforge.core.executor import WorkerServices, WorkSpec
 from rtlforge.core.interfaces import PPAEstimator
-from rtlforge.core.models import Candidate, PPAResult, Task, ValidationReport, Verdict
+from rtlforge.core.models import (
+    Candidate,
+    PPAMeasure,
+    Task,
+    ValidationReport,
+    Verdict,
+)
 from rtlforge.core.options import PluginSpec
 from rtlforge.core.plugins import HostSpec
 from rtlforge.sandbox.runner import SandboxRunner
@@ -48,82 +55,7 @@ def task_ppa_options(task: Task | None, options: Mapping[str, Any]) -> dict[str,
     return out
 
 
-_FLAT_KEYS = ("power", "delay", "area")
 T = TypeVar("T")
-
-
-class PPAMeasure(BaseModel):
-    """The PPA of one design, or why it could not be measured (never both).
-
-    ``infra`` marks an error that says nothing about the design (:func:`is_infra`): such a
-    measurement is missing, not bad, and may be retried.
-
-    Serialised flat, ``{"power", "delay", "area", "cells", "error"}`` plus ``"infra": true`` on
-    an infrastructure error: the shape eval summaries, explore archives and candidates files
-    have always had, so old runs read back and write back unchanged.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    ppa: PPAResult | None = None
-    error: str | None = None
-    infra: bool = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_flat(cls, value: Any) -> Any:
-        if not isinstance(value, Mapping) or "ppa" in value:
-            return value
-        flat = dict(value)
-        unknown = set(flat) - {*_FLAT_KEYS, "cells", "error", "infra"}
-        if unknown:
-            raise ValueError(f"unknown PPA keys {sorted(unknown)}")
-        numbers = [flat.get(k) for k in _FLAT_KEYS]
-        rest = {k: flat[k] for k in ("error", "infra") if k in flat}
-        if all(v is None for v in numbers):
-            return rest
-        if any(v is None for v in numbers):
-            raise ValueError("a PPA measurement needs all of power, delay and area, or none")
-        return {"ppa": {**{k: flat[k] for k in _FLAT_KEYS}, "cells": flat.get("cells")}, **rest}
-
-    @model_validator(mode="after")
-    def _one_of(self) -> PPAMeasure:
-        if self.ppa is not None and self.error is not None:
-            raise ValueError("a PPA measurement has either numbers or an error, not both")
-        return self
-
-    @model_serializer(mode="plain")
-    def _to_flat(self) -> dict[str, Any]:
-        ppa = self.ppa
-        flat = {"power": ppa.power_mw if ppa else None, "delay": ppa.delay_ns if ppa else None,
-                "area": ppa.area_um2 if ppa else None, "cells": ppa.cells if ppa else None,
-                "error": self.error}
-        if self.infra:  # only then: every record written before the flag reads back the same
-            flat["infra"] = True
-        return flat
-
-    @property
-    def ok(self) -> bool:
-        return self.ppa is not None
-
-    @property
-    def power(self) -> float | None:  # mW
-        return self.ppa.power_mw if self.ppa else None
-
-    @property
-    def delay(self) -> float | None:  # ns
-        return self.ppa.delay_ns if self.ppa else None
-
-    @property
-    def area(self) -> float | None:  # um^2
-        return self.ppa.area_um2 if self.ppa else None
-
-    @property
-    def cells(self) -> int | None:
-        return self.ppa.cells if self.ppa else None
-
-    def triple(self) -> dict[str, float] | None:
-        return self.ppa.triple() if self.ppa is not None else None
 
 
 def error_measure(exc: BaseException) -> PPAMeasure:

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from rtlforge.core.errors import ConfigError
-from rtlforge.core.models import PPAResult
+from rtlforge.core.models import PPA_KEYS, PPAResult
 from rtlforge.evaluation.protocol import UNION_ITERATIONS, UNION_TRIALS
 from rtlforge.pareto.hypervolume import Backend, hypervolume, non_dominated, objective_vector
 
@@ -61,9 +61,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
 
-_PPA_KEYS = ("power", "delay", "area")
-
-
 class Record(_Strict):
     """One generated circuit of one method, task, trial and iteration, with its raw PPA.
 
@@ -84,16 +81,16 @@ class Record(_Strict):
     def _flat_ppa(cls, value: Any) -> Any:
         if not isinstance(value, Mapping) or "ppa" in value:
             return value
-        row = dict(value)
-        numbers = {k: row.pop(k, None) for k in _PPA_KEYS}
-        row["ppa"] = None if any(v is None for v in numbers.values()) else numbers
+        row = {k: v for k, v in value.items() if k not in PPA_KEYS}
+        numbers = {k: value[k] for k in PPA_KEYS if k in value}
+        row["ppa"] = None if any(numbers.get(k) is None for k in PPA_KEYS) else numbers
         return row
 
     def objectives(self) -> NDArray[np.float64] | None:
         """Objective vector of a passing circuit with valid PPA; None otherwise."""
-        if not self.passed or self.golden is None or self.ppa is None:
+        if not self.passed:
             return None
-        return objective_vector(self.ppa.triple(), self.golden.triple())
+        return objective_vector(self.ppa, self.golden)
 
     def raw_triple(self) -> tuple[float, float, float] | None:
         """(power, delay, area) when all are present and finite (NaN would never compare equal)."""

@@ -45,7 +45,7 @@ from rtlforge.core.interfaces import (
     PPAEstimator,
 )
 from rtlforge.core.log import get_logger
-from rtlforge.core.models import Candidate, Task, ValidationReport
+from rtlforge.core.models import Candidate, HistoryEntry, Objectives, Task, ValidationReport
 from rtlforge.evaluation.evaluate import (
     PPAMeasure,
     candidate_from_completion,
@@ -78,8 +78,7 @@ from rtlforge.explore.settings import (
 )
 from rtlforge.explore.store import ExploreStore, group_key, remove_run_files
 from rtlforge.generation.base import with_candidates
-from rtlforge.generation.prompts import HistoryEntry
-from rtlforge.pareto.hypervolume import Backend, hvc_group, non_dominated, objective_vector
+from rtlforge.pareto.hypervolume import Backend, hvc_group, non_dominated
 from rtlforge.validate.pipeline import Pipeline
 
 if TYPE_CHECKING:
@@ -317,8 +316,7 @@ class Explorer:
             if r.passed and ppa.error:
                 message = f"PPA not measured ({ppa.error})"
             out.append(HistoryEntry(
-                source=r.source or "", iteration=r.iteration, power=ppa.power,
-                delay=ppa.delay, area=ppa.area, cells=ppa.cells, verdict=r.verdict.value,
+                source=r.source or "", iteration=r.iteration, ppa=ppa.ppa, verdict=r.verdict,
                 message=(message or "")[:_MESSAGE_CHARS] or None))
         return out
 
@@ -401,15 +399,11 @@ class Explorer:
         task = self.tasks[task_id]
         self._emit("evaluate_start", cell, iteration, samples=len(gens))
         gold = self._golden_ppa(store, task_id) if gens else None
-        golden = gold.triple() if gold is not None and gold.ok else None
+        golden = gold.ppa if gold is not None else None
         outcomes = list(pool.map(lambda ig: self._evaluate_sample(task, *ig),
                                  list(enumerate(gens))))
-        vectors: list[tuple[float, ...] | None] = []
-        for out in outcomes:
-            vec = None
-            if out.ppa is not None and out.ppa.ok and golden is not None:
-                vec = tuple(float(x) for x in objective_vector(out.ppa.triple(), golden))
-            vectors.append(vec)
+        vectors = [Objectives.of(out.ppa.ppa if out.ppa is not None else None, golden)
+                   for out in outcomes]
         past = [r.objectives for r in state.records if r.objectives]
         hvcs = hvc_group(past, vectors, backend=self.hv_backend)
         records: list[ExploreRecord] = []
@@ -425,7 +419,7 @@ class Explorer:
                 message=None if report.passed else next(
                     (fb.message for fb in report.feedback), None),
                 feedback=list(report.feedback), report=report, ppa=out.ppa, golden=golden,
-                objectives=list(vec) if vec is not None else None,
+                objectives=vec,
                 hvc=float(score) if vec is not None else None,
                 ast_similarity=out.ast.similarity if out.ast is not None else None,
                 ast_status=out.ast.status if out.ast is not None else None,

@@ -18,8 +18,14 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core.interfaces import Generator, SamplingParams
-from rtlforge.core.models import Feedback, ValidationReport, Verdict
-from rtlforge.evaluation.evaluate import PPAMeasure
+from rtlforge.core.models import (
+    Feedback,
+    FlatPPA,
+    Objectives,
+    PPAMeasure,
+    ValidationReport,
+    Verdict,
+)
 from rtlforge.evaluation.protocol import EvalProtocol, MethodProtocol, preset
 from rtlforge.generation.prompts import PromptTemplate, load_template
 
@@ -180,8 +186,8 @@ class ExploreRecord(BaseModel):
     feedback: list[Feedback] = []
     report: ValidationReport
     ppa: PPAMeasure | None = None
-    golden: dict[str, float] | None = None  # the golden's {"power", "delay", "area"}
-    objectives: list[float] | None = None
+    golden: FlatPPA | None = None  # stored as the golden's {"power", "delay", "area"}
+    objectives: Objectives | None = None
     hvc: float | None = None
     ast_similarity: float | None = None
     ast_status: str | None = None

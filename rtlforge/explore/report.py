@@ -53,7 +53,7 @@ def detailed_from_records(records: Sequence[ExploreRecord],
             index=index, task_id=r.task, method=r.method, trial=r.trial,
             iteration=r.iteration, verdict=r.verdict.value,
             source=f"sample {r.sample}", code=r.source, message=r.message,
-            ppa=r.ppa, objectives=tuple(r.objectives) if r.objectives else None,
+            ppa=r.ppa, objectives=r.objectives,
             hvc=r.hvc, ast_similarity=r.ast_similarity,
             ast_status=r.ast_status, ast_backend=r.ast_backend))
     scores = {tid: TaskScore(n=sum(v for k, v in c.items() if k != Verdict.INFRA_ERROR.value),

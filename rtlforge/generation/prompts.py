@@ -19,11 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
-
 from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import GenerationRequest
-from rtlforge.core.models import PPAResult, Task
+from rtlforge.core.models import HistoryEntry, Task
 from rtlforge.core.untrusted import load_toml
 
 __all__ = [
@@ -74,42 +72,6 @@ def render(text: str, values: Mapping[str, object], allowed: frozenset[str]) -> 
         if field is not None:
             out.append(str(values[field]))
     return "".join(out)
-
-
-_FLAT_PPA = ("power", "delay", "area")
-
-
-class HistoryEntry(BaseModel):
-    """One earlier circuit as a prompt shows it: its source and PPA, or why it has none.
-
-    Also built from the flat keyword form ``power=, delay=, area=, cells=`` (an entry without
-    all three numbers has no PPA), so callers holding raw numbers need no PPA object.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    source: str
-    iteration: int
-    ppa: PPAResult | None = None
-    verdict: str = "pass"
-    message: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_ppa(cls, value: Any) -> Any:
-        if not isinstance(value, Mapping) or not {*_FLAT_PPA, "cells"} & set(value):
-            return value
-        fields = dict(value)
-        numbers = {k: fields.pop(k, None) for k in _FLAT_PPA}
-        cells = fields.pop("cells", None)
-        if "ppa" not in fields:
-            fields["ppa"] = (None if any(v is None for v in numbers.values())
-                             else {**numbers, "cells": cells})
-        return fields
-
-    @property
-    def has_ppa(self) -> bool:
-        return self.ppa is not None and self.ppa.finite
 
 
 def _num(value: float | None) -> str:
@@ -188,8 +150,8 @@ class PromptTemplate:
                 ppa = render(self.history_no_ppa, {"verdict": entry.verdict, "message": message},
                              NO_PPA_FIELDS)
             items.append(render(self.history_item, {
-                "index": index, "iteration": entry.iteration,
-                "source": entry.source.strip(), "ppa": ppa,
+                "index": index, "iteration": index if entry.iteration is None else entry.iteration,
+                "source": (entry.source or "").strip(), "ppa": ppa,
             }, ITEM_FIELDS))
         return self.history_separator.join(items)
 

@@ -24,13 +24,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rtlforge.core.errors import ConfigError
+from rtlforge.core.models import Objectives, PPAResult
 
 Backend = Literal["moocore", "pygmo"]
 BACKENDS: tuple[str, ...] = ("moocore", "pygmo")
-
-#: mapping keys accepted besides the attribute names of ``PPAResult``
-_KEYS = (("power_mw", "power"), ("delay_ns", "delay"), ("area_um2", "area"))
-
 
 class InvalidObjectivesError(ConfigError, ValueError):
     """Objective vectors that no hypervolume backend may see (NaN, inf, wrong shape)."""
@@ -41,34 +38,28 @@ class InvalidObjectivesError(ConfigError, ValueError):
 # --------------------------------------------------------------------------------------------
 
 
-def _ppa_triple(ppa: Any) -> tuple[float, float, float] | None:
-    """(power, delay, area) from a PPAResult-like object or a mapping; None when unreadable."""
-    values: list[float] = []
-    for attr, key in _KEYS:
-        mapped = isinstance(ppa, Mapping)
-        raw = ppa.get(key, ppa.get(attr)) if mapped else getattr(ppa, attr, None)
-        if isinstance(raw, bool) or not isinstance(raw, int | float | np.integer | np.floating):
-            return None
-        values.append(float(raw))
-    return values[0], values[1], values[2]
+def _ppa(value: PPAResult | Mapping[str, Any] | None) -> PPAResult | None:
+    """The PPA through its one way in; anything unreadable (a string or bool for a number, a
+    missing key) is no PPA here: an objective vector is None for it, never an error."""
+    if isinstance(value, Mapping) and any(isinstance(v, bool | str) for v in value.values()):
+        return None
+    try:
+        return PPAResult.from_flat(value) if isinstance(value, Mapping | PPAResult) else None
+    except ValueError:
+        return None
 
 
-def objective_vector(ppa: Any, golden: Any) -> NDArray[np.float64] | None:
-    """The maximised PPA ratio vector of ``ppa`` over ``golden``, or None when it is invalid.
+def objective_vector(ppa: PPAResult | Mapping[str, Any] | None,
+                     golden: PPAResult | Mapping[str, Any] | None) -> NDArray[np.float64] | None:
+    """The maximised PPA ratio vector of ``ppa`` over ``golden``
+    (:meth:`~rtlforge.core.models.Objectives.of` as an array), or None when it is invalid.
 
     Every input and every ratio must be finite and > 0: a zero or negative measurement is a
     broken report, not an infinitely good design, and must never earn reward. Because zero is
-    refused here, the ratio needs no ``eps``: the golden scores exactly ``(1, 1, 1)``.
+    refused, the ratio needs no ``eps``: the golden scores exactly ``(1, 1, 1)``.
     """
-    gen, gold = _ppa_triple(ppa), _ppa_triple(golden)
-    if gen is None or gold is None:
-        return None
-    if not all(math.isfinite(v) and v > 0.0 for v in (*gen, *gold)):
-        return None
-    out = np.array([g / x for g, x in zip(gold, gen, strict=True)], dtype=np.float64)
-    if not (np.all(np.isfinite(out)) and np.all(out > 0.0)):
-        return None
-    return out
+    vec = Objectives.of(_ppa(ppa), _ppa(golden))
+    return None if vec is None else np.array(vec, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------

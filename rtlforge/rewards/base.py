@@ -16,9 +16,10 @@ Per-sample columns (keyword arguments of :meth:`RTLReward.score`, one value per 
   3-sequences ``(P_g/P, D_g/D, A_g/A)`` already normalised by the golden (what
   :func:`~rtlforge.pareto.hypervolume.objective_vector` returns).
   A mapping may also carry ``"code"`` (the circuit's source), used for duplicate detection,
-  or ``"objectives"`` (a vector). A JSON string of such a list is accepted, as datasets often
-  store nested columns that way. Each entry is parsed once into a :class:`HistoryItem`; an entry
-  of none of these shapes is a ``ValueError`` naming it.
+  or ``"objectives"`` (``"ratio"`` in datasets: a vector). A JSON string of such a list is
+  accepted, as datasets often store nested columns that way. Each entry is parsed once into the
+  kernel's :class:`~rtlforge.core.models.HistoryEntry`; an entry of none of these shapes is a
+  ``ValueError`` naming it.
 - ``golden_ppa`` (optional): the golden's PPA as a raw mapping; overrides the measured one.
 """
 
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rtlforge.core.errors import (
     ConfigError,
@@ -49,22 +50,31 @@ from rtlforge.core.errors import (
     is_infra,
 )
 from rtlforge.core.executor import Executor, Work
-from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward
+from rtlforge.core.interfaces import PPAEstimator, Reward
 from rtlforge.core.log import get_logger
-from rtlforge.core.models import Candidate, Task, ValidationReport, Verdict
+from rtlforge.core.models import (
+    PPA_KEYS,
+    Candidate,
+    FlatPPA,
+    HistoryEntry,
+    Objectives,
+    PPAMeasure,
+    PPAResult,
+    Task,
+    ValidationReport,
+    Verdict,
+)
 from rtlforge.core.options import PluginSpec
 from rtlforge.core.untrusted import load_json
 from rtlforge.evaluation.evaluate import candidate_from_completion
 from rtlforge.evaluation.golden import (
     GoldenPPA,
     PPAJob,
-    PPAMeasure,
     PPAWork,
     lost_measure,
     measure_job,
     task_ppa_options,
 )
-from rtlforge.pareto.hypervolume import objective_vector
 from rtlforge.rewards import guards
 from rtlforge.validate.pipeline import Pipeline
 
@@ -106,9 +116,9 @@ class RewardDetail(BaseModel):
     task_id: str
     reward: float | None
     verdict: Verdict | None = None  # None: the completion was never validated
-    objectives: tuple[float, float, float] | None = None  # (P_g/P, D_g/D, A_g/A), maximised
+    objectives: Objectives | None = None  # (P_g/P, D_g/D, A_g/A), maximised
     hvc: float | None = None
-    ppa: dict[str, float] | None = None  # {"power", "delay", "area"} of the candidate
+    ppa: FlatPPA | None = None  # the candidate's; serialised as {"power", "delay", "area"}
     flags: tuple[str, ...] = ()
     reason: str | None = None
     cached: bool = False  # the validation verdict came from the cache
@@ -145,8 +155,8 @@ class Item:
     reason: str | None = None
     code: str | None = None
     ppa: PPAResult | None = None
-    golden: Mapping[str, float] | None = None
-    objectives: Any = None
+    golden: PPAResult | None = None
+    objectives: Objectives | None = None
     hvc: float | None = None
 
     def finish(self, reward: float | None, reason: str | None = None,
@@ -167,12 +177,10 @@ class Item:
         return not self.final and self.report is not None and self.report.passed
 
     def detail(self) -> RewardDetail:
-        obj = self.objectives
         return RewardDetail(
             task_id=self.task_id, reward=self.reward,
             verdict=self.report.verdict if self.report is not None else None,
-            objectives=tuple(float(x) for x in obj) if obj is not None else None,
-            hvc=self.hvc, ppa=self.ppa.triple() if self.ppa is not None else None,
+            objectives=self.objectives, hvc=self.hvc, ppa=self.ppa,
             flags=tuple(self.flags), reason=self.reason,
             cached=bool(self.report is not None and self.report.cached),
             source=("\n".join(f.content for f in self.candidate.files)
@@ -222,80 +230,29 @@ def resolve_tasks(tasks: TaskSource) -> Callable[[str], Task | None]:
     raise TypeError(f"tasks must be a mapping, list, directory or callable, not {type(tasks)}")
 
 
-_PPA_KEYS = ("power", "delay", "area", "power_mw", "delay_ns", "area_um2")
-
-
 def parse_ppa(value: Any, *, what: str = "PPA") -> PPAResult | None:
-    """The one parse of a PPA column value: None, a :class:`PPAResult`, a mapping with
-    ``{power, delay, area}`` (or ``power_mw``/``delay_ns``/``area_um2``), or JSON text of one.
-
-    Keys other than the PPA ones are ignored (rows carry ``code``, ``ratio``...); a value
-    without all three numbers raises ``ValueError`` saying what is wrong.
-    """
-    if value is None or isinstance(value, PPAResult):
-        return value
-    if isinstance(value, str):
-        value = load_json(value) if value.strip() else None
-        if value is None:
-            return None
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{what} {value!r} is not a PPA mapping {{power, delay, area}}")
-    try:
-        return PPAResult.model_validate({k: v for k, v in value.items() if k in _PPA_KEYS})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
-                             for e in exc.errors())
-        raise ValueError(f"{what} {dict(value)!r} is not a valid PPA: {problems}") from exc
+    """A PPA column value through the kernel's one way in (:meth:`PPAResult.from_flat`):
+    None, a :class:`PPAResult`, a ``{power, delay, area}`` mapping (or unit-named keys) among
+    other keys, or JSON text of one; a value without all three numbers raises ``ValueError``."""
+    ppa = PPAResult.from_flat(value, what=what)
+    if ppa is None and isinstance(value, Mapping):
+        raise ValueError(f"{what} {dict(value)!r} is not a valid PPA: no power, delay or area")
+    return ppa
 
 
-def valid_ppa(ppa: Mapping[str, float] | None) -> bool:
-    """Every measurement finite and > 0: anything else is *invalid PPA* (a broken report, never
-    an infinitely good design), which earns a passing candidate the pass reward only."""
-    return ppa is not None and all(math.isfinite(v) and v > 0 for v in ppa.values())
+def _as_ppa(ppa: PPAResult | Mapping[str, float] | None) -> PPAResult | None:
+    return PPAResult.from_flat(ppa) if isinstance(ppa, Mapping) else ppa
 
 
-def _is_vector(entry: Any) -> bool:
-    return (not isinstance(entry, str | bytes | Mapping) and isinstance(entry, Sequence | Iterable)
-            and hasattr(entry, "__len__") and len(entry) == 3)
+def valid_ppa(ppa: PPAResult | Mapping[str, float] | None) -> bool:
+    """Every measurement finite and > 0 (:attr:`PPAResult.valid`): anything else is *invalid
+    PPA*, which earns a passing candidate the pass reward only."""
+    parsed = _as_ppa(ppa)
+    return parsed is not None and parsed.valid
 
 
-class HistoryItem(BaseModel):
-    """One parsed history entry: a circuit's raw PPA or its objective vector, and its code.
-
-    A code-only entry (no PPA, no vector) serves duplicate detection and is no point in
-    objective space.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    code: str | None = None
-    ppa: PPAResult | None = None
-    objectives: tuple[float, float, float] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shape(cls, entry: Any) -> Any:
-        neither = (f"history entry {entry!r} is neither a PPA mapping {{power, delay, area}} "
-                   "nor a 3-element objective vector")
-        if isinstance(entry, PPAResult):
-            return {"ppa": entry}
-        if isinstance(entry, Mapping) and "ppa" in entry:
-            return entry  # already in this model's own shape
-        if _is_vector(entry):
-            return {"objectives": list(entry)}
-        if not isinstance(entry, Mapping):
-            raise ValueError(neither)
-        code = entry.get("code") if isinstance(entry.get("code"), str) else None
-        if "objectives" in entry:
-            if not _is_vector(entry["objectives"]):
-                raise ValueError(neither)
-            return {"code": code, "objectives": list(entry["objectives"])}
-        present = [k for k in _PPA_KEYS if entry.get(k) is not None]
-        if code is not None and len(present) < 3:
-            return {"code": code}
-        if not present:
-            raise ValueError(neither)
-        return {"code": code, "ppa": parse_ppa(entry, what="history entry")}
+#: One parsed history entry: the kernel's circuit-history model (the reward's old name).
+HistoryItem = HistoryEntry
 
 
 def history_entries(history: Any) -> list[Any]:
@@ -312,12 +269,17 @@ def history_entries(history: Any) -> list[Any]:
     return list(history)
 
 
-def parse_history(history: Any) -> list[HistoryItem]:
+def _is_vector(entry: Any) -> bool:
+    return (not isinstance(entry, str | bytes | Mapping) and isinstance(entry, Sequence | Iterable)
+            and hasattr(entry, "__len__") and len(entry) == 3)
+
+
+def parse_history(history: Any) -> list[HistoryEntry]:
     """One sample's history column parsed and validated (``ValueError`` names a bad entry)."""
     items = []
     for entry in history_entries(history):
         try:
-            items.append(HistoryItem.model_validate(entry))
+            items.append(HistoryEntry.model_validate(entry))
         except ValidationError as exc:
             raise ValueError("; ".join(str(e["msg"]).removeprefix("Value error, ")
                                        for e in exc.errors())) from exc
@@ -329,26 +291,25 @@ def history_codes(history: Any) -> set[str]:
     return {guards.code_hash(item.code) for item in parse_history(history) if item.code}
 
 
-def history_ppa(history: Any) -> list[dict[str, float]]:
-    """The raw PPA triples in a history (objective-vector entries have none)."""
-    return [item.ppa.triple() for item in parse_history(history) if item.ppa is not None]
+def history_ppa(history: Any) -> list[PPAResult]:
+    """The raw PPA in a history (objective-vector entries have none)."""
+    return [item.ppa for item in parse_history(history) if item.ppa is not None]
 
 
-def history_objectives(history: Any, golden: Mapping[str, float] | None) -> Any:
+def history_objectives(history: Any, golden: PPAResult | Mapping[str, float] | None) -> Any:
     """The history as an ``(k, 3)`` array of objective vectors; invalid entries are dropped.
 
-    Raw-PPA entries are normalised by ``golden``; vectors are taken as they are.
+    Raw PPA is normalised by ``golden`` (the truth the vector was derived from); an entry's
+    own vector is taken as it is when it has no PPA or there is no golden.
     """
+    gold = _as_ppa(golden)
     rows = []
     for item in parse_history(history):
-        if item.objectives is not None:
-            vec = np.asarray(item.objectives, dtype=float)
-            if np.all(np.isfinite(vec)) and np.all(vec > 0):
-                rows.append(vec)
-        elif item.ppa is not None and golden is not None:
-            raw = objective_vector(item.ppa.triple(), golden)
-            if raw is not None:
-                rows.append(np.asarray(raw, dtype=float))
+        vec: Any = item.objectives
+        if item.ppa is not None and gold is not None:
+            vec = Objectives.of(item.ppa, gold)
+        if vec is not None and all(math.isfinite(v) and v > 0 for v in vec):
+            rows.append(np.asarray(vec, dtype=float))
     return np.vstack(rows) if rows else np.empty((0, 3))
 
 
@@ -359,8 +320,9 @@ def freeze(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _same(a: Mapping[str, float], b: Mapping[str, float], rel: float = 1e-9) -> bool:
-    return all(math.isclose(a[k], b[k], rel_tol=rel, abs_tol=1e-12) for k in a)
+def _same(a: PPAResult, b: PPAResult, rel: float = 1e-9) -> bool:
+    x, y = a.triple(), b.triple()
+    return all(math.isclose(x[k], y[k], rel_tol=rel, abs_tol=1e-12) for k in PPA_KEYS)
 
 
 class _LRU:
@@ -790,8 +752,7 @@ class PPAReward(RTLReward):
             results = self._measure_all(jobs)
         golden_of = dict(zip((t.id for t in measured_goldens), results, strict=False))
         for it, result in zip(items, results[len(measured_goldens):], strict=True):
-            given = column_golden[it.index]
-            golden = given.triple() if given is not None else None
+            golden = column_golden[it.index]
             raw = golden_of.get(it.task_id)
             if golden is None:
                 if raw is None:
@@ -801,8 +762,8 @@ class PPAReward(RTLReward):
                 if isinstance(raw, Exception):
                     it.finish(None, f"golden PPA: infrastructure failure: {raw}", PPA_INFRA)
                     continue
-                golden = raw.triple()
-            if not valid_ppa(golden):
+                golden = raw.ppa
+            if golden is None or not golden.valid:
                 it.finish(None, f"the golden of task {it.task_id!r} has no valid PPA",
                           TASK_UNUSABLE)
                 continue
@@ -815,11 +776,10 @@ class PPAReward(RTLReward):
                 it.reason = f"PPA could not be measured: {result}"
             else:
                 it.ppa = result
-                cand = result.triple()
-                it.objectives = objective_vector(cand, golden) if valid_ppa(cand) else None
+                it.objectives = Objectives.of(result, golden)
                 if it.objectives is None:
                     it.flag(PPA_INVALID)
-                if any(_same(cand, h) for h in history_ppa(it.history)):
+                if any(_same(result, h) for h in history_ppa(it.history)):
                     self._policy(it, self.on_duplicate, guards.DUPLICATE_HISTORY,
                                  "the candidate's PPA repeats a circuit in its history")
         self._score_ppa([it for it in items if not it.final], columns)
@@ -843,14 +803,15 @@ def _is_infra(result: Any) -> bool:
     return isinstance(result, Exception) and is_infra(result)
 
 
-def scalar_ppa(ppa: Mapping[str, float] | None, golden: Mapping[str, float] | None) -> float:
+def scalar_ppa(ppa: PPAResult | Mapping[str, float] | None,
+               golden: PPAResult | Mapping[str, float] | None) -> float:
     """``(P_g/P)·(A_g/A)·(D_g/D)``; 0 when either side is not a valid measurement.
 
     No ``eps`` in the denominator: :func:`valid_ppa` refuses a zero delay (or any zero), so the
     golden scores exactly 1 and nothing is biased by a constant added in nanoseconds.
     """
-    if not valid_ppa(ppa) or not valid_ppa(golden):
+    gen, gold = _as_ppa(ppa), _as_ppa(golden)
+    if gen is None or gold is None or not (gen.valid and gold.valid):
         return 0.0
-    assert ppa is not None and golden is not None
-    return (golden["power"] / ppa["power"]) * (golden["area"] / ppa["area"]) * (
-        golden["delay"] / ppa["delay"])
+    return (gold.power_mw / gen.power_mw) * (gold.area_um2 / gen.area_um2) * (
+        gold.delay_ns / gen.delay_ns)

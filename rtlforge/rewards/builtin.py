@@ -61,7 +61,7 @@ class PPAScalarReward(PPAReward):
 
     def _score_ppa(self, items: list[Item], columns: Mapping[str, Any]) -> None:
         for it in items:
-            it.finish(self.base + scalar_ppa(it.ppa.triple() if it.ppa else None, it.golden))
+            it.finish(self.base + scalar_ppa(it.ppa, it.golden))
 
 
 class TestbenchPPAReward(PPAScalarReward):

@@ -6,10 +6,11 @@ which hands every column to the reward function by name. A row has
 - ``prompt``: chat messages (system + user) rendered with a prompt template; the ``pareto``
   template shows the spec and the circuit history with its PPA;
 - ``task_id``: what the reward validates against;
-- ``history``: the circuits found so far for this prompt, as JSON text (a list of
-  ``{"code", "power", "delay", "area", "ratio"}``; ``ratio`` is the golden-normalised objective
-  vector or null). The reward reads the raw PPA (and ``code`` for duplicate detection); the extra
-  ``ratio`` key is ours and lets reconstruction score HVC without the golden;
+- ``history``: the circuits found so far for this prompt, as JSON text: a list of the kernel's
+  :class:`~rtlforge.core.models.HistoryEntry` in its flat form ``{"code", "power", "delay",
+  "area", "ratio"}`` (``ratio`` is the golden-normalised objective vector or null). The reward
+  reads the raw PPA (and ``code`` for duplicate detection); ``ratio`` lets reconstruction score
+  HVC without the golden;
 - ``history_len`` and ``born`` (the generation that created the row; the original rows have 0).
 
 The generation loop (paper §4.2) lives in :func:`reconstruct`; it is pure data so its rules are
@@ -23,14 +24,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from rtlforge.core.models import Task
+from rtlforge.core.models import FlatPPA, HistoryEntry, Objectives, PPAResult, Task
 from rtlforge.core.untrusted import load_json
-from rtlforge.generation.prompts import HistoryEntry, PromptTemplate, load_template
+from rtlforge.generation.prompts import PromptTemplate, load_template
 from rtlforge.pareto.hypervolume import hvc_group
 
 __all__ = [
@@ -68,9 +69,9 @@ def history_key(history: Any) -> str:
 
 
 def _prompt_entries(history: Sequence[Mapping[str, Any]]) -> list[HistoryEntry]:
-    return [HistoryEntry(source=str(h.get("code") or ""), iteration=i,
-                         power=h.get("power"), delay=h.get("delay"), area=h.get("area"))
-            for i, h in enumerate(history, start=1)]
+    entries = [HistoryEntry.model_validate(h) for h in history]
+    return [e.model_copy(update={"source": e.source or "", "iteration": i})
+            for i, e in enumerate(entries, start=1)]
 
 
 def make_row(task: Task, history: Sequence[Mapping[str, Any]], template: PromptTemplate | str,
@@ -118,27 +119,38 @@ def history_length_mix(rows: Iterable[Mapping[str, Any]],
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rollout:
+class Rollout(BaseModel):
     """One scored completion of the last generation, as reconstruction needs it.
 
-    ``ppa`` is the raw ``{power, delay, area}``; ``objectives`` the golden-normalised vector
-    (None when the design failed or PPA was not measured); ``hvc`` the reward's own HVC when it
-    computed one. ``passed`` means the design passed its testbench.
+    ``ppa`` is the raw PPA (stored as ``{power, delay, area}`` in checkpoints); ``objectives``
+    the golden-normalised vector (None when the design failed or PPA was not measured); ``hvc``
+    the reward's own HVC when it computed one. ``passed`` means the design passed its testbench.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     task_id: str
     history: str
     code: str | None
     reward: float | None
     passed: bool
-    ppa: Mapping[str, float] | None = None
-    objectives: tuple[float, float, float] | None = None
+    ppa: FlatPPA | None = None
+    objectives: Objectives | None = None
     hvc: float | None = None
 
+    @field_validator("ppa", mode="before")
+    @classmethod
+    def _flat_ppa(cls, value: Any) -> Any:
+        return PPAResult.from_flat(value, what="rollout PPA")
 
-def _history_ratios(history: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    rows = [h["ratio"] for h in history if h.get("ratio") is not None]
+    def entry(self) -> HistoryEntry:
+        """What this circuit adds to its group's history."""
+        return HistoryEntry(source=self.code, ppa=self.ppa, objectives=self.objectives)
+
+
+def _history_ratios(history: Sequence[Any]) -> np.ndarray:
+    entries = (HistoryEntry.model_validate(h) for h in history)
+    rows = [e.objectives for e in entries if e.objectives is not None]
     return np.asarray(rows, dtype=float).reshape(-1, 3)
 
 
@@ -173,13 +185,6 @@ def best_per_group(rollouts: Iterable[Rollout]) -> dict[tuple[str, str], Rollout
     return best
 
 
-def _entry(r: Rollout) -> dict[str, Any]:
-    ppa = dict(r.ppa) if r.ppa is not None else {}
-    return {"code": r.code, "power": ppa.get("power"), "delay": ppa.get("delay"),
-            "area": ppa.get("area"),
-            "ratio": list(r.objectives) if r.objectives is not None else None}
-
-
 def reconstruct(
     original: Sequence[Mapping[str, Any]],
     current: Sequence[Mapping[str, Any]],
@@ -209,7 +214,7 @@ def reconstruct(
     tmpl = load_template(template)
     fresh: list[dict[str, Any]] = []
     for (task_id, key), best in best_per_group(rollouts).items():
-        history = [*load_json(key), _entry(best)]
+        history = [*load_json(key), best.entry().model_dump()]
         if len(history) >= max_history:
             continue
         fresh.append(make_row(lookup(task_id), history, tmpl, born=generation + 1,
@@ -237,8 +242,6 @@ def usable_tasks(tasks: Iterable[Task], reward: Any) -> list[Task]:
     service and cached task checks are reused): a task the reward would abstain on teaches
     nothing.
     """
-    from rtlforge.rewards.base import valid_ppa
-
     tasks = list(tasks)
     checks = reward.check_tasks(tasks)
     keep = [t for t in tasks if t.golden and checks.get(t.id) is not None and checks[t.id].usable]
@@ -248,15 +251,13 @@ def usable_tasks(tasks: Iterable[Task], reward: Any) -> list[Task]:
             measure = reward.goldens.measure(task)
         except Exception:  # noqa: BLE001 - a task we cannot measure is filtered out
             continue
-        if valid_ppa(measure.triple()):
+        if measure.ppa is not None and measure.ppa.valid:
             out.append(task)
     return out
 
 
 def _ppa_pair(ppa: Any) -> tuple[float, float] | None:
-    from rtlforge.rewards.base import parse_ppa
-
-    parsed = parse_ppa(ppa, what="candidate PPA")
+    parsed = PPAResult.from_flat(ppa, what="candidate PPA")
     if parsed is None or not all(math.isfinite(v) and v > 0
                                  for v in (parsed.area_um2, parsed.delay_ns)):
         return None

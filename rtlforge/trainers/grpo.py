@@ -27,7 +27,6 @@ Heavy imports (torch, transformers, trl, peft, datasets) happen inside functions
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import time
@@ -524,8 +523,7 @@ def _trl_trainer_class() -> type:
 
 
 def _rollout_from_json(data: Mapping[str, Any]) -> Rollout:
-    objectives = data.get("objectives")
-    return Rollout(**{**data, "objectives": tuple(objectives) if objectives is not None else None})
+    return Rollout.model_validate(data)
 
 
 class GRPOTrainer(Trainer):
@@ -838,7 +836,7 @@ class GRPOTrainer(Trainer):
             if trainer._buffered_inputs is not None and self._micro_steps_per_sample() > 1:
                 torch.save(trainer._buffered_inputs, d / _BUFFER_FILE)
 
-        rollouts = [dataclasses.asdict(r) for r in self.reward_function().rollouts]
+        rollouts = [r.model_dump() for r in self.reward_function().rollouts]
         save_checkpoint(path, step=self.step, optimizer=trainer.optimizer,
                         scheduler=trainer.lr_scheduler, save_model=save_model,
                         state={"generation": self.generation, "rows": self._rows(),
