@@ -266,6 +266,7 @@ class JailPool:
         #: that exits mid-run (its timeout, a signal) leaves no jail root behind.
         self._leased: set[PooledJail] = set()
         self._lock = threading.Lock()
+        self._closed = False  # a jail given back after close() is discarded, never kept
 
     def lease(self) -> PooledJail:
         """An idle jail (its reset is judged before its first tool run), or a new one."""
@@ -284,7 +285,7 @@ class JailPool:
             self._leased.discard(jail)
         if jail.begin_reset():
             with self._lock:
-                if len(self._idle) < MAX_IDLE:
+                if not self._closed and len(self._idle) < MAX_IDLE:
                     self._idle.append(jail)
                     return
         jail.discard()
@@ -293,6 +294,7 @@ class JailPool:
         """Discard the idle jails, and with ``leased`` also those workspaces still hold (only
         when the runner itself ends: their workspaces die with them)."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
             held = list(self._leased) if leased else []
             if leased:

@@ -410,15 +410,17 @@ class SandboxRunner:
 
     def close(self) -> None:
         """Stop the spawners and gate workers; a later run starts them again."""
+        # the gate first: its workers' workspaces give their jails back to the pool, which
+        # then discards them with the other idle ones
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.close()
         with self._spawners_lock:
             _close_spawners(self._spawners)
         with self._pool_lock:
             self._pool = None
             while self._pools:
                 self._pools.pop().close()
-        gate, self._gate = self._gate, None
-        if gate is not None:
-            gate.close()
         with self._launcher_lock:
             while self._launchers:
                 self._launchers.pop().stop()

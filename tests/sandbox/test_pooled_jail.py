@@ -230,3 +230,17 @@ def test_a_run_started_before_the_last_one_is_acknowledged_is_not_swept(
         second.release()
         assert runner.run(["true"], cwd=wd).ok  # the init is still there
         assert jail._proc is not None and jail._proc.poll() is None
+
+
+def test_closing_the_runner_leaves_no_jail_root_behind(tmp_path: Path) -> None:
+    # The gate's worker holds a workspace (and so a jail) for its whole life: it gives it back
+    # only when the runner closes the gate, which must come before the pool is discarded.
+    from rtlforge.core.models import SourceFile
+
+    with SandboxRunner(Limits(timeout_s=10), base_dir=tmp_path) as runner:
+        with runner.workspace() as wd:
+            runner.put(wd, [SourceFile(name="a.v", content="module a; endmodule\n")],
+                       role="design")
+            assert runner.run(["true"], cwd=wd).ok
+        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 2  # the workspace's, the gate's
+    assert list(tmp_path.iterdir()) == []
