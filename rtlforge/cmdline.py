@@ -11,15 +11,23 @@ that failed to load: ``rtlforge plugins``).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+import contextlib
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from rtlforge.core.errors import RtlforgeError
+from rtlforge.core.errors import PluginOptionsError, RtlforgeError
 from rtlforge.core.models import Task, Verdict
+from rtlforge.core.options import public_options, validate_options
+from rtlforge.core.untrusted import load_json
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from rtlforge.core.interfaces import Generator, PPAEstimator
     from rtlforge.core.options import PluginSpec
     from rtlforge.core.plugins import PluginHost
@@ -65,12 +73,7 @@ def plugin_specs(host: PluginHost, kind: str, names: tuple[str, ...], items: tup
     option or a value of the wrong type is a usage error before any work starts. ``supplied``
     names options the command adds itself (a reward's ``tasks``).
     """
-    from rtlforge.core.options import (
-        PluginSpec,
-        coerce_option_strings,
-        group_option_strings,
-        split_option_strings,
-    )
+    from rtlforge.core.options import PluginSpec
 
     try:
         for name in names:
@@ -86,9 +89,6 @@ def plugin_specs(host: PluginHost, kind: str, names: tuple[str, ...], items: tup
 
 def option_pairs(items: tuple[str, ...], flag: str) -> dict[str, Any]:
     """``k=v`` pairs as text; the generator's options model types them."""
-    from rtlforge.core.errors import PluginOptionsError
-    from rtlforge.core.options import split_option_strings
-
     try:
         return split_option_strings(items, flag=flag)
     except PluginOptionsError as exc:
@@ -98,8 +98,6 @@ def option_pairs(items: tuple[str, ...], flag: str) -> dict[str, Any]:
 def create_generator(host: PluginHost, name: str, options: dict[str, Any]) -> Generator:
     """Generator ``name`` with ``--generator-option`` text typed by its options model; an
     unknown generator or option is a usage error before any work starts."""
-    from rtlforge.core.options import coerce_option_strings
-
     try:
         typed = coerce_option_strings(host.options_model("generator", name), options,
                                       what=f"generator {name!r} (--generator-option)")
@@ -162,3 +160,88 @@ def stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+# ------------------------------------------------------------------ KEY=VALUE option text
+
+
+def _accepts_text(annotation: Any) -> bool:
+    """Whether a raw CLI string is already a value of this type (no JSON decoding wanted)."""
+    if annotation is str or (isinstance(annotation, type) and issubclass(annotation, PurePath)):
+        return True
+    if typing.get_origin(annotation) is Literal:
+        return any(isinstance(a, str) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_accepts_text(a) for a in typing.get_args(annotation))
+    return False
+
+
+def parse_option_strings(model: type[BaseModel], items: Iterable[str], *,
+                         flag: str, what: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings typed by ``model`` (:func:`split_option_strings`, then
+    :func:`coerce_option_strings`)."""
+    return coerce_option_strings(model, split_option_strings(items, flag=flag),
+                                 what=f"{what} ({flag})")
+
+
+def split_option_strings(items: Iterable[str], *, flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as text (``-`` in a key reads as ``_``; a repeated key collects a
+    list, so ``path=a path=b`` gives two paths), still untyped."""
+    raw: dict[str, Any] = {}
+    repeated: set[str] = set()
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise PluginOptionsError(f"{flag} {item!r}: expected KEY=VALUE")
+        key = key.replace("-", "_")
+        if key not in raw:
+            raw[key] = value
+        elif key in repeated:
+            raw[key].append(value)
+        else:
+            raw[key] = [raw[key], value]
+            repeated.add(key)
+    return raw
+
+
+def group_option_strings(names: Sequence[str], items: Iterable[str], *,
+                         flag: str) -> dict[str, list[str]]:
+    """``[NAME.]KEY=VALUE`` strings per selected plugin, as ``KEY=VALUE`` for
+    :func:`parse_option_strings`. The ``NAME.`` prefix may be left out when one plugin is
+    selected; naming one that is not selected is an error (nothing is silently dropped)."""
+    grouped: dict[str, list[str]] = {name: [] for name in names}
+    for item in items:
+        key, sep, value = item.partition("=")
+        owner, dot, key = key.rpartition(".")
+        if not dot:
+            if len(grouped) != 1:
+                chosen = ", ".join(grouped) or "none"
+                raise PluginOptionsError(f"{flag} {item!r}: expected NAME.KEY=VALUE naming one "
+                                         f"of the selected plugins ({chosen})")
+            owner = next(iter(grouped))
+        if owner not in grouped:
+            raise PluginOptionsError(f"{flag} {item!r}: {owner!r} is not selected (selected: "
+                                     f"{', '.join(grouped) or 'none'})")
+        grouped[owner].append(f"{key}{sep}{value}")
+    return grouped
+
+
+def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,
+                          what: str, supplied: Iterable[str] = ()) -> dict[str, Any]:
+    """Option values given as text (or lists of text) typed the way ``model`` says.
+
+    "3" becomes 3 for an int and "true" True for a bool; JSON is decoded only for options
+    whose type does not take text (``extra_body={"a": 1}``) and for untyped ones. Unknown
+    options and values that do not fit are a :class:`PluginOptionsError` naming them.
+    """
+    public = public_options(model)
+    decoded: dict[str, Any] = {}
+    for name, value in raw.items():
+        field = public.get(name)
+        if field is not None and isinstance(value, str) and not _accepts_text(
+                field[1].annotation) and (field[1].annotation is Any
+                                          or value.lstrip()[:1] in ("{", "[")):
+            with contextlib.suppress(ValueError):  # not JSON after all: the model judges it
+                value = load_json(value)
+        decoded[name] = value
+    return validate_options(model, decoded, what=what, supplied=supplied)

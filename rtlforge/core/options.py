@@ -28,30 +28,26 @@ has a description: ``tests/docs/test_docs_reference.py`` fails on one without.
 
 ``PluginHost.create`` validates keyword options against the model (:class:`PluginOptionsError`,
 never a ``TypeError`` from deep inside a constructor), ``rtlforge plugins`` lists them, and
-:func:`parse_option_strings` types the CLI's ``--*-option KEY=VALUE`` strings with them.
+``rtlforge.cmdline`` types the CLI's ``--*-option KEY=VALUE`` strings with them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import re
 import sys
-import types
 import typing
 from collections import abc
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from rtlforge.core.errors import PluginOptionsError
-from rtlforge.core.untrusted import load_json
 
 
 class PluginOptions(BaseModel):
@@ -281,7 +277,7 @@ def _build(label: str, specs: list[_Spec]) -> type[BaseModel]:
 # ------------------------------------------------------------------------------ use
 
 
-def _public(model: type[BaseModel]) -> dict[str, tuple[str, FieldInfo]]:
+def public_options(model: type[BaseModel]) -> dict[str, tuple[str, FieldInfo]]:
     """Option name -> (attribute key, field) of a model."""
     return {(f.alias or key): (key, f) for key, f in model.model_fields.items()}
 
@@ -307,7 +303,7 @@ def validate_options(model: type[BaseModel], options: dict[str, Any], *,
 
     ``supplied`` names options the caller adds later itself (a reward's ``tasks``): they may
     be missing here, and a given one is not checked."""
-    public = _public(model)
+    public = public_options(model)
     later = {public[n][0]: (Any, Field(None, alias=public[n][1].alias))
              for n in supplied if n in public}
     if later:
@@ -321,92 +317,10 @@ def validate_options(model: type[BaseModel], options: dict[str, Any], *,
     return {name: getattr(validated, key) for name, (key, _) in public.items() if key in given}
 
 
-def _accepts_text(annotation: Any) -> bool:
-    """Whether a raw CLI string is already a value of this type (no JSON decoding wanted)."""
-    if annotation is str or (isinstance(annotation, type) and issubclass(annotation, PurePath)):
-        return True
-    if typing.get_origin(annotation) is Literal:
-        return any(isinstance(a, str) for a in typing.get_args(annotation))
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return any(_accepts_text(a) for a in typing.get_args(annotation))
-    return False
-
-
-def parse_option_strings(model: type[BaseModel], items: Iterable[str], *,
-                         flag: str, what: str) -> dict[str, Any]:
-    """``KEY=VALUE`` strings typed by ``model`` (:func:`split_option_strings`, then
-    :func:`coerce_option_strings`)."""
-    return coerce_option_strings(model, split_option_strings(items, flag=flag),
-                                 what=f"{what} ({flag})")
-
-
-def split_option_strings(items: Iterable[str], *, flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` strings as text (``-`` in a key reads as ``_``; a repeated key collects a
-    list, so ``path=a path=b`` gives two paths), still untyped."""
-    raw: dict[str, Any] = {}
-    repeated: set[str] = set()
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise PluginOptionsError(f"{flag} {item!r}: expected KEY=VALUE")
-        key = key.replace("-", "_")
-        if key not in raw:
-            raw[key] = value
-        elif key in repeated:
-            raw[key].append(value)
-        else:
-            raw[key] = [raw[key], value]
-            repeated.add(key)
-    return raw
-
-
-def group_option_strings(names: Sequence[str], items: Iterable[str], *,
-                         flag: str) -> dict[str, list[str]]:
-    """``[NAME.]KEY=VALUE`` strings per selected plugin, as ``KEY=VALUE`` for
-    :func:`parse_option_strings`. The ``NAME.`` prefix may be left out when one plugin is
-    selected; naming one that is not selected is an error (nothing is silently dropped)."""
-    grouped: dict[str, list[str]] = {name: [] for name in names}
-    for item in items:
-        key, sep, value = item.partition("=")
-        owner, dot, key = key.rpartition(".")
-        if not dot:
-            if len(grouped) != 1:
-                chosen = ", ".join(grouped) or "none"
-                raise PluginOptionsError(f"{flag} {item!r}: expected NAME.KEY=VALUE naming one "
-                                         f"of the selected plugins ({chosen})")
-            owner = next(iter(grouped))
-        if owner not in grouped:
-            raise PluginOptionsError(f"{flag} {item!r}: {owner!r} is not selected (selected: "
-                                     f"{', '.join(grouped) or 'none'})")
-        grouped[owner].append(f"{key}{sep}{value}")
-    return grouped
-
-
-def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,
-                          what: str, supplied: Iterable[str] = ()) -> dict[str, Any]:
-    """Option values given as text (or lists of text) typed the way ``model`` says.
-
-    "3" becomes 3 for an int and "true" True for a bool; JSON is decoded only for options
-    whose type does not take text (``extra_body={"a": 1}``) and for untyped ones. Unknown
-    options and values that do not fit are a :class:`PluginOptionsError` naming them.
-    """
-    public = _public(model)
-    decoded: dict[str, Any] = {}
-    for name, value in raw.items():
-        field = public.get(name)
-        if field is not None and isinstance(value, str) and not _accepts_text(
-                field[1].annotation) and (field[1].annotation is Any
-                                          or value.lstrip()[:1] in ("{", "[")):
-            with contextlib.suppress(ValueError):  # not JSON after all: the model judges it
-                value = load_json(value)
-        decoded[name] = value
-    return validate_options(model, decoded, what=what, supplied=supplied)
-
-
 def describe_options(model: type[BaseModel]) -> list[OptionInfo]:
     """The options of a model, in declaration order, for listings."""
     out = []
-    for name, (_, f) in _public(model).items():
+    for name, (_, f) in public_options(model).items():
         if f.default is not PydanticUndefined:
             default = f.default
         elif f.default_factory is not None:

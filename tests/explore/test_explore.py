@@ -425,8 +425,8 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_repeated_generator_options_collect_into_a_list() -> None:
-    from rtlforge.cmdline import option_pairs
-    from rtlforge.core.options import coerce_option_strings, options_model
+    from rtlforge.cmdline import coerce_option_strings, option_pairs
+    from rtlforge.core.options import options_model
 
     class Typed:  # a generator's constructor declares what the text values become
         def __init__(self, *, path: list[str], n: int = 1, flag: bool = False) -> None: ...
