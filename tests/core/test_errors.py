@@ -72,8 +72,8 @@ BRANCH: dict[str, str] = {
     "rtlforge.sandbox.runfiles:PlantedFileError": DESIGN,
     "rtlforge.core.errors:ExtractionError": DESIGN,
     "rtlforge.core.errors:InvalidSourceError": DESIGN,
-    "rtlforge.plugins.estimators.ppa:PPAError": DESIGN,  # does not synthesise, no timed path
-    "rtlforge.plugins.estimators.ppa:PPATimeoutError": DESIGN,  # like a ``timeout`` verdict
+    "rtlforge.plugins.estimators.ppa.errors:PPAError": DESIGN,  # does not synthesise, no timed path
+    "rtlforge.plugins.estimators.ppa.errors:PPATimeoutError": DESIGN,  # like a ``timeout`` verdict
     "rtlforge.rewards.ast:TreeTooLarge": DESIGN,
     "rtlforge.agents.decompose.plan:DecompositionError": DESIGN,  # the model's plan is unusable
     "rtlforge.agents.testbench:TestbenchError": DESIGN,  # the model wrote no usable testbench

@@ -44,8 +44,8 @@ from rtlforge.plugins.estimators.ppa import (
     PPATimeoutError,
     YosysAbcPPA,
     YosysStaPPA,
-    _StaProcess,
 )
+from rtlforge.plugins.estimators.ppa.sta import _StaProcess
 from rtlforge.sandbox.runner import SandboxRunner
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ppa"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import rtlforge.plugins.estimators.ppa as ppa_plugin
+import rtlforge.plugins.estimators.ppa.yosys as ppa_yosys
 from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.models import Candidate, Task
 from rtlforge.eda.liberty import GENERIC_LIBERTY, latch_cells, latch_techmap, prepare_liberty
@@ -23,9 +23,9 @@ from rtlforge.plugins.estimators.ppa import (
     PPATimeoutError,
     YosysAbcPPA,
     YosysStaPPA,
-    _split_concat_assigns,
     pyosys_location,
 )
+from rtlforge.plugins.estimators.ppa.synthesis import _split_concat_assigns
 from rtlforge.sandbox.runner import SandboxRunner
 
 HAVE_PYOSYS = pyosys_location() is not None
@@ -139,7 +139,7 @@ def test_task_clock_hint_fills_only_an_unset_clock() -> None:
 def test_backend_choice_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="yosys must be one of"):
         YosysStaPPA(yosys="fast")
-    monkeypatch.setattr(ppa_plugin, "pyosys_location", lambda: None)
+    monkeypatch.setattr(ppa_yosys, "pyosys_location", lambda: None)
     assert YosysStaPPA().backend == "binary"  # auto falls back to the binary
     with pytest.raises(ToolMissingError, match="pyosys"):
         _ = YosysStaPPA(yosys="pyosys").backend
