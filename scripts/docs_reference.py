@@ -39,6 +39,8 @@ EXTRA_API_MODULES = (
     "rtlforge.core.options",
     "rtlforge.core.executor",
     "rtlforge.rewards.base",
+    "rtlforge.rewards.columns",
+    "rtlforge.rewards.ppa",
     "rtlforge.rewards.adapters",
     "rtlforge.trainers.base",
     "rtlforge.agents.base",

@@ -60,14 +60,8 @@ from rtlforge.core.interfaces import Reward
 from rtlforge.core.models import Candidate, Verdict
 from rtlforge.core.plugins import HostSpec
 from rtlforge.generation.extract import extract_verilog
-from rtlforge.rewards.base import (
-    INFRA,
-    NO_CODE,
-    TASK_UNUSABLE,
-    TIMEOUT,
-    completion_text,
-    unresolved,
-)
+from rtlforge.rewards.base import INFRA, NO_CODE, TASK_UNUSABLE, TIMEOUT, unresolved
+from rtlforge.rewards.columns import completion_text
 
 if TYPE_CHECKING:
     from rtlforge.behave.model import BehaviorModel

@@ -19,7 +19,8 @@ from rtlforge.core.errors import ConfigError
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.options import PluginSpec, validate_options
 from rtlforge.core.untrusted import load_json
-from rtlforge.rewards.base import PPAReward, completion_text
+from rtlforge.rewards.columns import completion_text
+from rtlforge.rewards.ppa import PPAReward
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost

@@ -23,16 +23,9 @@ import numpy as np
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.pareto.hypervolume import hvc_group
 from rtlforge.rewards import guards
-from rtlforge.rewards.base import (
-    Item,
-    PPAReward,
-    RewardDetail,
-    RTLReward,
-    TaskSource,
-    freeze,
-    history_objectives,
-    scalar_ppa,
-)
+from rtlforge.rewards.base import Item, RewardDetail, RTLReward
+from rtlforge.rewards.columns import TaskSource, freeze, history_objectives
+from rtlforge.rewards.ppa import PPAReward, scalar_ppa
 
 __all__ = [
     "PPAScalarReward",

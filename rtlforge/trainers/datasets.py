@@ -238,7 +238,7 @@ def reconstruct(
 def usable_tasks(tasks: Iterable[Task], reward: Any) -> list[Task]:
     """Tasks whose golden passes its own testbench and whose golden PPA can be measured.
 
-    ``reward`` is an :class:`~rtlforge.rewards.base.PPAReward` (its pipeline, golden PPA
+    ``reward`` is an :class:`~rtlforge.rewards.ppa.PPAReward` (its pipeline, golden PPA
     service and cached task checks are reused): a task the reward would abstain on teaches
     nothing.
     """

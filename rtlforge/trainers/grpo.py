@@ -41,7 +41,8 @@ from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
 from rtlforge.core.untrusted import load_json
 from rtlforge.rewards.adapters import TRAINER_KEYWORDS, RewardSpec, TRLReward
-from rtlforge.rewards.base import RewardDetail, completion_text
+from rtlforge.rewards.base import RewardDetail
+from rtlforge.rewards.columns import completion_text
 from rtlforge.trainers.base import (
     RNG_FILE,
     CheckpointError,
@@ -589,7 +590,7 @@ class GRPOTrainer(Trainer):
         return self._reward
 
     def tasks(self) -> dict[str, Any]:
-        from rtlforge.rewards.base import resolve_tasks
+        from rtlforge.rewards.columns import resolve_tasks
 
         cfg = self.config
         lookup = resolve_tasks(cfg.tasks)

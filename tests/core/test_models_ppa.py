@@ -146,7 +146,7 @@ def test_a_malformed_history_entry_is_named(entry: object) -> None:
 
 def test_evaluation_measure_feeds_the_hvc_reward_history_as_is() -> None:
     """evaluation -> rewards: a measured PPA is a history entry and a golden, unconverted."""
-    from rtlforge.rewards.base import history_objectives
+    from rtlforge.rewards.columns import history_objectives
 
     cand = PPAMeasure.model_validate({**FLAT, "cells": 1, "error": None})
     gold = PPAMeasure(ppa=GOLD)
@@ -157,7 +157,8 @@ def test_evaluation_measure_feeds_the_hvc_reward_history_as_is() -> None:
 def test_reward_detail_becomes_a_rollout_and_the_next_dataset_history() -> None:
     """rewards -> trainers -> rewards: the detail's PPA and objectives go into a rollout, the
     rollout's history entry into a dataset row, which the reward reads back as it was."""
-    from rtlforge.rewards.base import RewardDetail, parse_history
+    from rtlforge.rewards.base import RewardDetail
+    from rtlforge.rewards.columns import parse_history
     from rtlforge.trainers.datasets import Rollout
 
     ppa = PPAResult.from_flat(FLAT)

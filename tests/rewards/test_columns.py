@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rtlforge.core.models import PPAResult
-from rtlforge.rewards.base import HistoryItem, history_objectives, parse_history, parse_ppa
+from rtlforge.rewards.columns import HistoryItem, history_objectives, parse_history, parse_ppa
 
 RAW = {"power": 2.0, "delay": 4.0, "area": 8.0}
 

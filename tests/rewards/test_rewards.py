@@ -24,7 +24,6 @@ from rtlforge.core.interfaces import PPAEstimator, PPAResult, Reward, Validation
 from rtlforge.core.models import Candidate, SourceFile, StageResult, Task, Verdict
 from rtlforge.core.plugins import PluginHost
 from rtlforge.rewards import adapters, builtin, guards
-from rtlforge.rewards.base import scalar_ppa
 from rtlforge.rewards.builtin import (
     PPAScalarReward,
     RepetitionPenaltyReward,
@@ -32,6 +31,7 @@ from rtlforge.rewards.builtin import (
     TestbenchPPAReward,
     TestbenchReward,
 )
+from rtlforge.rewards.ppa import scalar_ppa
 from rtlforge.tasks.loader import load_tasks
 from rtlforge.tasks.rtllm import load_rtllm
 from rtlforge.validate.pipeline import Pipeline

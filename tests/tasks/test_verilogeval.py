@@ -178,7 +178,7 @@ def test_every_entry_point_reads_a_checkout_alike(tmp_path: Path) -> None:
     # one place: a VerilogEval checkout gave [] from rtlforge.load_tasks while --tasks worked.
     import rtlforge
     from rtlforge.cmdline import load_task_map
-    from rtlforge.rewards.base import resolve_tasks
+    from rtlforge.rewards.columns import resolve_tasks
     from rtlforge.tasks.loader import find_tasks
 
     expected = ["Prob001_xor2", "Prob002_count4"]
