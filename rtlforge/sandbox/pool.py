@@ -138,8 +138,9 @@ class PooledJail:
               stdin: int | None = None) -> JailedProcess:
         if self.broken:
             raise SpawnError("the pooled jail was closed")
-        if self._pending is not None and not self.finish_reset(close=False):
-            self._drop()  # dirty: this workspace gets a fresh jail on the same root
+        if self._pending is not None:
+            # a dirty answer ends the old init: this workspace gets a fresh jail, below
+            self.finish_reset(close=False)
         if self._proc is not None and self._proc.poll() is not None:
             # it died between runs (nothing of it is left): start a fresh one
             self._drop()
