@@ -86,7 +86,9 @@ def _simulating(base: Path, seconds: float = 60.0) -> bool:
     """True once a run directory holds the compiled simulation (vvp is then starting)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if any(base.glob("**/.rtlforge-sim.vvp")):
+        # os.walk skips a directory removed while it looks (the jail probe's is short-lived);
+        # Path.glob raises FileNotFoundError then
+        if any(".rtlforge-sim.vvp" in files for _, _, files in os.walk(base)):
             time.sleep(0.5)
             return True
         time.sleep(0.05)
