@@ -406,7 +406,8 @@ class PPAMeasure(_Frozen):
         return self.ppa.triple() if self.ppa is not None else None
 
 
-def _is_vector(value: Any) -> bool:
+def is_vector(value: Any) -> bool:
+    """Shaped like an objective vector: three items, not text or a mapping."""
     return (not isinstance(value, str | bytes | Mapping) and hasattr(value, "__len__")
             and hasattr(value, "__iter__") and len(value) == len(PPA_KEYS))
 
@@ -424,7 +425,7 @@ class Objectives(tuple[float, float, float]):
     def __new__(cls, values: Any) -> Objectives:
         if hasattr(values, "tolist"):
             values = values.tolist()
-        if not _is_vector(values) or any(isinstance(v, bool) for v in values):
+        if not is_vector(values) or any(isinstance(v, bool) for v in values):
             raise ValueError(f"objective vector {values!r} is not 3 numbers")
         return super().__new__(cls, (float(v) for v in values))
 
@@ -487,7 +488,7 @@ class HistoryEntry(_Frozen):
                    "nor a 3-element objective vector")
         if isinstance(entry, PPAResult):
             return {"ppa": entry}
-        if _is_vector(entry) or hasattr(entry, "tolist"):
+        if is_vector(entry) or hasattr(entry, "tolist"):
             return {"objectives": entry}
         if not isinstance(entry, Mapping):
             raise ValueError(neither)

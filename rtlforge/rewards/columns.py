@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from rtlforge.core.models import (
     Objectives,
     PPAResult,
     Task,
+    is_vector,
 )
 from rtlforge.core.untrusted import load_json
 from rtlforge.rewards import guards
@@ -100,10 +101,6 @@ def valid_ppa(ppa: PPAResult | Mapping[str, float] | None) -> bool:
     return parsed is not None and parsed.valid
 
 
-#: One parsed history entry: the kernel's circuit-history model (the reward's old name).
-HistoryItem = HistoryEntry
-
-
 def history_entries(history: Any) -> list[Any]:
     """The entries of one sample's history column (None, a list, an array or a JSON string)."""
     if history is None:
@@ -112,15 +109,10 @@ def history_entries(history: Any) -> list[Any]:
         history = load_json(history) if history.strip() else []
     if hasattr(history, "tolist"):  # numpy array (k, 3)
         history = history.tolist()
-    if isinstance(history, Mapping) or (_is_vector(history) and not any(
-            isinstance(e, Mapping) or _is_vector(e) for e in history)):
+    if isinstance(history, Mapping) or (is_vector(history) and not any(
+            isinstance(e, Mapping) or is_vector(e) for e in history)):
         history = [history]  # a single entry passed bare
     return list(history)
-
-
-def _is_vector(entry: Any) -> bool:
-    return (not isinstance(entry, str | bytes | Mapping) and isinstance(entry, Sequence | Iterable)
-            and hasattr(entry, "__len__") and len(entry) == 3)
 
 
 def parse_history(history: Any) -> list[HistoryEntry]:

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from rtlforge.core.models import PPAResult
-from rtlforge.rewards.columns import HistoryItem, history_objectives, parse_history, parse_ppa
+from rtlforge.core.models import HistoryEntry, PPAResult
+from rtlforge.rewards.columns import history_objectives, parse_history, parse_ppa
 
 RAW = {"power": 2.0, "delay": 4.0, "area": 8.0}
 
@@ -34,7 +34,7 @@ def test_history_entries_of_each_shape() -> None:
     history = json.dumps([RAW, [1.0, 2.0, 0.5], {"code": "module m; endmodule"},
                           {"code": "c", "objectives": [1, 1, 1]}])
     items = parse_history(history)
-    assert items[0] == HistoryItem(ppa=PPAResult.model_validate(RAW))
+    assert items[0] == HistoryEntry(ppa=PPAResult.model_validate(RAW))
     assert items[1].objectives == (1.0, 2.0, 0.5) and items[1].ppa is None
     assert items[2].code == "module m; endmodule" and items[2].ppa is None
     assert items[3].code == "c" and items[3].objectives == (1.0, 1.0, 1.0)
