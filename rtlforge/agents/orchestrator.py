@@ -379,7 +379,7 @@ class Orchestrator:
             trace_path.unlink(missing_ok=True)  # a re-solved task gets a fresh trace
             jsonl = JsonlSink(trace_path)
         # the caller's sinks outlive the task (a live view spans the run): only ours is closed
-        trace = Trace(task.id, (*self.sinks, *([jsonl] if jsonl is not None else [])))
+        trace = Trace(task.id, self.sinks, owned=() if jsonl is None else (jsonl,))
         run = _Run(task=task, spec=task.spec, trace=trace, records=[], kept=[],
                    guard=guard if guard is not None else LeakageGuard.for_task(task))
         error: str | None = None
@@ -399,8 +399,7 @@ class Orchestrator:
                    confidence=1.0 if result.passed else None,
                    data={"final": True, **result.summary(),
                          "solved_by": result.solved_by.value if result.solved_by else None})
-        if jsonl is not None:
-            jsonl.close()
+        trace.close()
         log.info("solved", task=task.id, verdict=result.verdict.value,
                  iterations=result.iterations, llm_calls=result.llm_calls)
         return result

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.core.untrusted import load_json
 
-__all__ = ["JsonlSink", "ThoughtEvent", "ThoughtKind", "Trace", "TraceSink", "read_trace"]
+__all__ = ["ClosingSink", "JsonlSink", "ThoughtEvent", "ThoughtKind", "Trace", "TraceSink",
+           "read_trace"]
 
 
 class ThoughtKind(StrEnum):
@@ -54,6 +55,14 @@ class ThoughtEvent(BaseModel):
 TraceSink = Callable[[ThoughtEvent], None]
 
 
+class ClosingSink(Protocol):
+    """A sink that holds a resource (a file): the trace that owns it closes it."""
+
+    def __call__(self, event: ThoughtEvent) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class JsonlSink:
     """Appends each event as one JSON line to a file, flushed per event."""
 
@@ -78,11 +87,17 @@ class JsonlSink:
 
 
 class Trace:
-    """Where one task's events go; keeps them in memory too (``events``) for the result."""
+    """Where one task's events go; keeps them in memory too (``events``) for the result.
 
-    def __init__(self, task_id: str | None = None, sinks: tuple[TraceSink, ...] = ()) -> None:
+    ``sinks`` belong to the caller (a live view that spans a whole run) and are only called;
+    ``owned`` sinks are called too and closed by :meth:`close` (this task's JSONL file).
+    """
+
+    def __init__(self, task_id: str | None = None, sinks: Sequence[TraceSink] = (), *,
+                 owned: Sequence[ClosingSink] = ()) -> None:
         self.task_id = task_id
-        self.sinks = list(sinks)
+        self.sinks: list[TraceSink] = [*sinks, *owned]
+        self._owned = tuple(owned)
         self.events: list[ThoughtEvent] = []
 
     def emit(self, kind: ThoughtKind | str, message: str, **fields: Any) -> ThoughtEvent:
@@ -94,10 +109,9 @@ class Trace:
         return event
 
     def close(self) -> None:
-        for sink in self.sinks:
-            close = getattr(sink, "close", None)
-            if callable(close):
-                close()
+        """Close the sinks this trace owns; the caller's stay open."""
+        for sink in self._owned:
+            sink.close()
 
 
 def read_trace(path: str | Path) -> Iterator[ThoughtEvent]:

@@ -76,7 +76,7 @@ class FakeOrchestrator:
     def solve(self, task: Any, *, guard: Any = None) -> SolveResult:
         self.solved.append(task.id)
         trace_path = self.run_dir / "traces" / f"{task.id}.jsonl"
-        trace = Trace(task.id, (JsonlSink(trace_path), *self.kwargs["sinks"]))
+        trace = Trace(task.id, self.kwargs["sinks"], owned=(JsonlSink(trace_path),))
         records = []
         try:
             trace.emit("analysis", f"solving {task.id} (run {len(self.made)})")

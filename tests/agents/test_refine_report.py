@@ -91,7 +91,7 @@ def test_untrusted_text_is_escaped_and_svg_is_well_formed() -> None:
 
 def test_written_report_inlines_the_trace_capped(tmp_path: Path) -> None:
     results = _results()
-    trace = Trace("cnt", (JsonlSink(tmp_path / "traces" / "cnt.jsonl"),))
+    trace = Trace("cnt", owned=(JsonlSink(tmp_path / "traces" / "cnt.jsonl"),))
     trace.emit("analysis", f"waveform cue found {EVIL}", confidence=0.9,
                evidence=("spec says 'timing diagram'",))
     for i in range(MAX_TRACE_EVENTS + 5):

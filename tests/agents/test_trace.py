@@ -12,7 +12,7 @@ from rtlforge.agents.trace import JsonlSink, ThoughtEvent, ThoughtKind, Trace, r
 def test_events_go_to_every_sink_and_stay_in_memory(tmp_path: Path) -> None:
     seen: list[ThoughtEvent] = []
     sink = JsonlSink(tmp_path / "traces" / "t.jsonl")
-    trace = Trace("t", sinks=(sink, seen.append))
+    trace = Trace("t", sinks=(seen.append,), owned=(sink,))
     trace.emit("analysis", "spec has a K-map", confidence=0.9, evidence=("Karnaugh",))
     trace.emit(ThoughtKind.DECISION, "debug, error focus", iteration=1, agent="debug",
                data={"state": [0.0, 1.0]})
@@ -43,3 +43,16 @@ def test_writing_after_close_is_ignored(tmp_path: Path) -> None:
     sink.close()
     sink(ThoughtEvent(kind="progress", message="late"))
     assert (tmp_path / "t.jsonl").read_text(encoding="utf-8") == ""
+
+
+def test_closing_a_trace_closes_only_the_sinks_it_owns(tmp_path: Path) -> None:
+    callers = JsonlSink(tmp_path / "run.jsonl")  # a run-wide sink: outlives each task's trace
+    owned = JsonlSink(tmp_path / "task.jsonl")
+    trace = Trace("t", sinks=(callers,), owned=(owned,))
+    trace.emit("progress", "first task")
+    trace.close()
+    Trace("u", sinks=(callers,)).emit("progress", "second task")
+    owned(ThoughtEvent(kind="progress", message="late"))
+    assert [e.message for e in read_trace(tmp_path / "run.jsonl")] == ["first task",
+                                                                      "second task"]
+    assert [e.message for e in read_trace(tmp_path / "task.jsonl")] == ["first task"]
