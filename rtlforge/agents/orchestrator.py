@@ -78,6 +78,7 @@ from rtlforge.core.log import get_logger
 from rtlforge.core.models import (
     Candidate,
     Feedback,
+    SourceFile,
     StageResult,
     Task,
     ValidationReport,
@@ -850,8 +851,9 @@ class Orchestrator:
                 )),))
             run.order += 1
             self._emit_validation(run, report, index, agent)
-            return Scored(Candidate.from_source(generation.text or "// empty",
-                                                name="answer.txt"), report, order=run.order)
+            # the answer itself is kept as the record (it is no Verilog, so not from_source)
+            answer = SourceFile(name="answer.txt", content=generation.text or "// empty")
+            return Scored(Candidate(files=(answer,)), report, order=run.order)
         return self._validate(run, generation.candidate, iteration=index, agent=agent)
 
     def _validate(self, run: _Run, candidate: Candidate, *, iteration: int,

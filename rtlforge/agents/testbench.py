@@ -26,11 +26,11 @@ from typing import Literal
 
 from rtlforge.agents.roles.interface import clock_port, reset_port
 from rtlforge.core.errors import ConfigError, ExtractionError
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.models import PassRule, SourceFile, Task
 from rtlforge.eda.mismatches import timescale_unit
 from rtlforge.eda.modules import scan_modules
 from rtlforge.eda.vcd import UNIT_FS, unit_fs
-from rtlforge.generation.extract import extract_verilog
 
 __all__ = [
     "GENERATED",

@@ -55,11 +55,11 @@ from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stim
 from rtlforge.behave.sim.task import TASK_FILE, BehaveTask, BehaveTaskError, load_behave_task
 from rtlforge.core.errors import ExtractionError
 from rtlforge.core.executor import Executor, Work, WorkerServices, WorkSpec
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.hookspecs import Register
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.models import Candidate, Verdict
 from rtlforge.core.plugins import HostSpec
-from rtlforge.generation.extract import extract_verilog
 from rtlforge.rewards.base import INFRA, NO_CODE, TASK_UNUSABLE, TIMEOUT, unresolved
 from rtlforge.rewards.columns import completion_text
 

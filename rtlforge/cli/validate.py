@@ -17,18 +17,56 @@ from rtlforge.cmdline import (
     exit_code,
     plugin_specs,
 )
-from rtlforge.core.errors import RtlforgeError
-from rtlforge.core.models import Candidate, Mismatch, SourceFile, Task, ValidationReport
+from rtlforge.core.errors import ExtractionError, RtlforgeError
+from rtlforge.core.models import (
+    Candidate,
+    Mismatch,
+    SourceFile,
+    Task,
+    ValidationReport,
+    is_fenced_answer,
+)
 
 if TYPE_CHECKING:
     from rtlforge.validate.pipeline import Pipeline
 
 def _source(path: Path) -> SourceFile:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise click.UsageError(f"{path} is not a UTF-8 text file") from exc
     return SourceFile(name=path.name, content=text)
+
+
+def _candidate(designs: tuple[Path, ...]) -> Candidate:
+    """The design files; a file holding a fenced LLM answer gives the Verilog inside it (said
+    on stderr: line numbers in feedback are then the extracted code's)."""
+    from rtlforge.core.extract import extract_verilog
+
+    files = []
+    for path in designs:
+        source = _source(path)
+        if is_fenced_answer(source.content):
+            try:
+                code = extract_verilog(source.content)
+            except ExtractionError as exc:
+                raise click.UsageError(f"{path} is a fenced LLM answer without a complete "
+                                       f"Verilog module: {exc}") from exc
+            click.echo(f"{path}: a fenced LLM answer; validating the Verilog inside it "
+                       "(feedback lines count from the extracted code)", err=True)
+            source = SourceFile(name=source.name, content=code)
+        files.append(source)
+    return Candidate(files=tuple(files))
+
+
+def _check_top(top: str, candidate: Candidate) -> None:
+    """``--top`` names a module the design files declare: a typo is the caller's (exit 2)."""
+    from rtlforge.eda.modules import declared_modules
+
+    declared = [name for f in candidate.files for name in declared_modules(f.content)]
+    if declared and top not in declared:
+        raise click.UsageError(f"--top {top!r} is not a module of the design files "
+                               f"(they declare {', '.join(declared)})")
 
 
 def _infer_top(files: list[SourceFile]) -> str:
@@ -119,7 +157,9 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
         if wave is not None and not simulates:
             raise click.UsageError("--wave needs --testbench (or a --task with one): only a "
                                    "simulation leaves a waveform")
-        candidate = Candidate.from_files(designs)
+        candidate = _candidate(designs)
+        if top is not None:
+            _check_top(top, candidate)
         top = top or (task.top if task is not None else _infer_top(list(candidate.files)))
         if task is not None:
             task = task.model_copy(update={"top": top})

@@ -31,6 +31,8 @@ from pydantic import (
 #: Characters allowed in a source file name. Files are materialised inside a run directory, so a
 #: name must never be able to climb out of it or hide as a dot-file.
 _SAFE_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+#: A markdown fence opening a line: never Verilog (a backtick starts a directive name).
+_FENCE_LINE = re.compile(r"^[ \t]*```", re.M)
 
 
 class _Frozen(BaseModel):
@@ -148,6 +150,18 @@ class Provenance(_Frozen):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+def is_fenced_answer(text: str) -> bool:
+    """Whether ``text`` has a markdown fence line: an LLM answer, never Verilog source."""
+    return _FENCE_LINE.search(text) is not None
+
+
+def _refuse_fenced(text: str, where: str) -> None:
+    if is_fenced_answer(text):
+        raise ValueError(f"{where} holds a markdown code fence (```): it looks like an LLM "
+                         "answer, not Verilog; take the Verilog out of it with "
+                         "Candidate.from_completion(answer)")
+
+
 class Candidate(_Frozen):
     """A generated design: one or more source files plus where it came from."""
 
@@ -168,7 +182,24 @@ class Candidate(_Frozen):
 
     @classmethod
     def from_source(cls, source: str, name: str = "design.v", **kwargs: Any) -> Candidate:
+        """A candidate of one file holding ``source`` as it is (Verilog, not an LLM answer).
+
+        A markdown fence line is a caller's mistake, not the design's: it is a ``ValueError``
+        pointing at :meth:`from_completion`, instead of a security verdict on a stray backtick.
+        """
+        _refuse_fenced(source, "the source")
         return cls(files=(SourceFile(name=name, content=source),), **kwargs)
+
+    @classmethod
+    def from_completion(cls, completion: str, name: str = "design.v",
+                        **kwargs: Any) -> Candidate:
+        """A candidate of the Verilog an LLM answer holds (fenced blocks, ``<answer>`` tags,
+        VerilogEval's ``[BEGIN]``/``[DONE]``, prose around code): the extraction every consumer
+        of generations uses (:func:`rtlforge.core.extract.extract_verilog`). An answer without a
+        complete module raises :class:`~rtlforge.core.errors.ExtractionError`."""
+        from rtlforge.core.extract import extract_verilog
+
+        return cls(files=(SourceFile(name=name, content=extract_verilog(completion)),), **kwargs)
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> Candidate:
@@ -177,13 +208,16 @@ class Candidate(_Frozen):
 
     @classmethod
     def from_files(cls, paths: Sequence[str | Path], **kwargs: Any) -> Candidate:
-        """A candidate of several files under their own names (UTF-8; ValueError otherwise)."""
+        """A candidate of several files under their own names (UTF-8 Verilog; ValueError
+        otherwise, also for a file holding a fenced LLM answer, as :meth:`from_source`)."""
         files = []
         for path in map(Path, paths):
             try:
-                files.append(SourceFile(name=path.name, content=path.read_text(encoding="utf-8")))
+                text = path.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise ValueError(f"{path} is not a UTF-8 text file") from exc
+            _refuse_fenced(text, str(path))
+            files.append(SourceFile(name=path.name, content=text))
         return cls(files=tuple(files), **kwargs)
 
     def digest(self) -> str:

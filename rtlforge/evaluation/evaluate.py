@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rtlforge.core.errors import ExtractionError, TaskFormatError, ToolMissingError
 from rtlforge.core.executor import Executor, ThreadExecutor
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.interfaces import PPAEstimator, Reward
 from rtlforge.core.models import (
     PPA_KEYS,
@@ -35,7 +36,6 @@ from rtlforge.evaluation.golden import (
     measure_ppa,
 )
 from rtlforge.evaluation.passk import mean_pass_at_k
-from rtlforge.generation.extract import extract_verilog
 from rtlforge.pareto.hypervolume import Backend, hvc_group
 from rtlforge.tasks.samples import Sample
 from rtlforge.validate.pipeline import Pipeline

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from rtlforge.core.errors import ExtractionError, InfraError
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.interfaces import Generation, GenerationRequest, GenerationUsage, Generator
 from rtlforge.core.models import Candidate, Provenance
-from rtlforge.generation.extract import extract_verilog
 
 __all__ = [
     "CancelScope",

@@ -40,10 +40,10 @@ from rtlforge.core.errors import (
     RtlforgeError,
     is_infra,
 )
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.hookspecs import Register, hookimpl
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.models import SourceFile
-from rtlforge.generation.extract import extract_verilog
 from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.runner import SandboxRunner
 

@@ -356,8 +356,8 @@ class RolloutReward(TRLReward):
     def __call__(self, prompts: Sequence[Any] | None = None,
                  completions: Sequence[Any] | None = None, **columns: Any) -> list[float | None]:
         from rtlforge.core.errors import ExtractionError
+        from rtlforge.core.extract import extract_verilog
         from rtlforge.core.models import Verdict
-        from rtlforge.generation.extract import extract_verilog
         from rtlforge.trainers.datasets import group_hvc
 
         start = time.perf_counter()

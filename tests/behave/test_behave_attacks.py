@@ -685,7 +685,7 @@ def test_extraction_still_reads_fences_with_info_strings() -> None:
     more info text, and an untagged fence (CommonMark: a backtick fence's info string holds
     no backtick, so none is lost)."""
     from rtlforge.behave.rewards import extract_model_source
-    from rtlforge.generation.extract import extract_verilog
+    from rtlforge.core.extract import extract_verilog
 
     body = "module m(input a, output y); assign y = a; endmodule\n"
     assert extract_verilog(f"Here:\n```verilog title=m.v\n{body}```\nDone.").strip() == \

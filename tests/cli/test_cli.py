@@ -69,6 +69,20 @@ def test_validate_usage_errors_exit_2(tmp_path: Path) -> None:
     two = GOOD + "module other(input a, output y); assign y = a; endmodule\n"
     code, out = _invoke("validate", _write(tmp_path, "two.v", two))
     assert code == 2 and "--top" in out
+    code, out = _invoke("validate", _write(tmp_path, "and2.v", GOOD), "--top", "and3")
+    assert code == 2 and "'and3' is not a module of the design files (they declare and2)" in out
+
+
+@pytest.mark.tools
+def test_validate_takes_the_verilog_out_of_a_fenced_llm_answer(tmp_path: Path) -> None:
+    answer = f"Sure! Here is the module:\n\n```verilog\n{GOOD}```\n\nIt ANDs a and b.\n"
+    result = CliRunner().invoke(cli, ["validate", _write(tmp_path, "answer.v", answer),
+                                      "--testbench", _write(tmp_path, "tb.v", TB), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["verdict"] == "pass"
+    assert "answer.v: a fenced LLM answer" in result.stderr
+    code, out = _invoke("validate", _write(tmp_path, "prose.v", "```\nno code here\n```\n"))
+    assert code == 2 and "fenced LLM answer without a complete Verilog module" in out
 
 
 def test_plugins_json_lists_builtins() -> None:
@@ -141,6 +155,30 @@ def test_doctor_lists_the_tools_the_registered_plugins_declare() -> None:
     assert host.add_plugin(Plugin(), name="exotic")
     declared = {s.name: s.hint for s in _declared_tools(host)}
     assert declared["exotic-eda-tool"] == "Ask the vendor for exotic."
+
+
+@pytest.mark.tools
+def test_doctor_fails_a_tool_that_runs_on_the_host_but_not_in_the_jail(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool that needs a host file no jail mounts (its data, a library) answers on the
+    host: doctor must run it where runs run it and say it fails there (exit 3)."""
+    from rtlforge.cli import doctor
+    from rtlforge.core.models import ToolSpec
+
+    data = tmp_path / "data" / "version.txt"  # beside the tool's install, not inside it
+    data.parent.mkdir()
+    data.write_text("mytool 1.0\n")
+    tool = tmp_path / "opt" / "bin" / "mytool"  # the jail binds the install (opt/)
+    tool.parent.mkdir(parents=True)
+    tool.write_text(f"#!/bin/sh\nexec cat {data}\n")
+    tool.chmod(0o755)
+    spec = ToolSpec(name=str(tool), version_args=("--version",))
+    monkeypatch.setattr(doctor, "_declared_tools", lambda host: [spec])
+    result = CliRunner().invoke(cli, ["doctor", "--json"])
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3, result.output
+    assert report["tools"][str(tool)].startswith(f"fails in the jail ({tool})")
+    assert report["python_inside"].startswith("ok (3.")
 
 
 class _BrokenCommands:

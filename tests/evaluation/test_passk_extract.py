@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rtlforge.core.errors import ExtractionError
+from rtlforge.core.extract import extract_verilog
 from rtlforge.evaluation.passk import mean_pass_at_k, pass_at_k
-from rtlforge.generation.extract import extract_verilog
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from rtlforge.core.errors import ExtractionError
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.models import Task
-from rtlforge.generation.extract import extract_verilog
 from rtlforge.generation.prompts import (
     HistoryEntry,
     PromptTemplate,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from rtlforge.core.errors import ExtractionError
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.models import Task
-from rtlforge.generation.extract import extract_verilog
 from rtlforge.generation.prompts import available_templates, load_template
 
 PROMPT_FILE = """

@@ -574,7 +574,7 @@ def test_rollouts_log_the_code_the_reward_judged_without_extracting_again(
         tasks: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 23: the GRPO path extracted Verilog twice (the reward, then the rollout log); the
     # reward's detail now carries what it extracted and judged.
-    import rtlforge.generation.extract as extract
+    import rtlforge.core.extract as extract
     from rtlforge.rewards.adapters import RewardSpec
     from rtlforge.trainers.grpo import RolloutReward
 

@@ -61,6 +61,7 @@ from rtlforge.agents.decompose.verilog import (
 from rtlforge.agents.knowledge.indexer import RefPort
 from rtlforge.agents.trace import ThoughtKind, Trace
 from rtlforge.core.errors import ExtractionError, RtlforgeError
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.models import (
     Candidate,
     Feedback,
@@ -72,7 +73,6 @@ from rtlforge.core.models import (
 )
 from rtlforge.eda.feedback import make_feedback
 from rtlforge.eda.modules import rename_module, scan_modules
-from rtlforge.generation.extract import extract_verilog
 
 if TYPE_CHECKING:
     from rtlforge.core.plugins import PluginHost
