@@ -329,11 +329,13 @@ class Spawner:
     def _start_locked(self) -> None:
         import subprocess
 
+        from rtlforge.sandbox.jail import interpreter  # host side only: the jail runs a copy
+
         self._retired = [proc for proc in self._retired if proc.poll() is None]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with contextlib.suppress(OSError):  # capped by the kernel? big requests use the chain
             ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MAX_REQUEST)
-        argv = [*self.prefix, sys.executable, "-I", "-S", os.path.abspath(__file__),
+        argv = [*self.prefix, interpreter(), "-I", "-S", os.path.abspath(__file__),
                 str(theirs.fileno()), *(f"{k}={v}" for k, v in self.rlimits.items())]
         try:
             proc = subprocess.Popen(

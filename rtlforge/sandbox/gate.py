@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import selectors
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rtlforge.core.errors import SandboxError, SecurityViolation
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import SourceFile
-from rtlforge.sandbox.jail import PACKAGE_DIR
+from rtlforge.sandbox.jail import PACKAGE_DIR, interpreter
 
 if TYPE_CHECKING:
     import subprocess
@@ -73,7 +72,7 @@ class _Worker:
                         output_bytes=1 << 24)
         try:
             self.proc: subprocess.Popen[bytes] = runner.spawn(
-                [sys.executable, "-I", "-c", _worker_code()], path, limits=limits,
+                [interpreter(), "-I", "-c", _worker_code()], path, limits=limits,
                 merge_stderr=False)
         except BaseException:
             self._workspace.__exit__(None, None, None)
@@ -83,7 +82,7 @@ class _Worker:
         if hello is None or not hello.get("ready"):
             self.close()
             raise SandboxError("the gate's worker process did not start in the sandbox "
-                               f"(python {sys.executable}): {hello}")
+                               f"(python {interpreter()}): {hello}")
 
     def _read(self, deadline: float) -> dict[str, Any] | None:
         """One framed reply, or None if the worker died or the deadline passed."""

@@ -74,6 +74,18 @@ def isolation_choice(explicit: str | None) -> str:
     return choice
 
 
+def interpreter() -> str:
+    """This process's Python as a path a jail (and any working directory) resolves.
+
+    ``sys.executable`` keeps the path Python was started by: ``../venv/bin/python`` gives
+    ``/x/y/../venv/bin/python``, which does not resolve where ``/x/y`` is not mounted (every
+    jail), so every jailed Python failed to start. The directory is resolved; the file name is
+    kept, since a venv's ``python`` is a link whose own path is what selects the venv.
+    """
+    exe = Path(sys.executable)
+    return str(Path(os.path.realpath(exe.parent)) / exe.name)
+
+
 def _python_roots() -> list[Path]:
     """Directories a sandboxed Python needs: the venv, the base install, rtlforge itself."""
     roots = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
@@ -214,7 +226,7 @@ class Jail:
 
     def starts_python(self, exe: str | Path) -> bool:
         """Whether ``exe`` is (a link to) the Python interpreter of this process."""
-        return Path(os.path.realpath(exe)) == Path(os.path.realpath(sys.executable)) or \
+        return Path(os.path.realpath(exe)) == Path(os.path.realpath(interpreter())) or \
             Path(exe).name.startswith("python")
 
     def probe(self) -> None:

@@ -25,7 +25,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from rtlforge.core.log import get_logger
 from rtlforge.sandbox._spawner import SpawnedProcess, SpawnError, SpawnerUnavailable
+from rtlforge.sandbox.jail import interpreter
 
 log = get_logger("rtlforge.sandbox.pool")
 
@@ -103,7 +103,7 @@ class PooledJail:
 
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = [*self._prefix_for(self.root), sys.executable, "-I", "-S", _SERVER,
+        argv = [*self._prefix_for(self.root), interpreter(), "-I", "-S", _SERVER,
                 str(theirs.fileno())]
         try:
             proc = self._starter(lambda: subprocess.Popen(

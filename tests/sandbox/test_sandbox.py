@@ -247,3 +247,40 @@ def test_refusals_tell_the_author_what_to_change(runner: SandboxRunner, design: 
         task, Candidate.from_source(design))
     assert report.verdict is Verdict.FAIL and report.stages[0].name == "security"
     assert says in (report.feedback[0].hint or "")
+
+
+_RELATIVE_RUN = """
+from rtlforge.core.models import Candidate, Task
+from rtlforge.core.plugins import PluginHost
+from rtlforge.validate.pipeline import Pipeline
+from rtlforge.sandbox.jail import interpreter
+import sys
+tb = '''module tb; reg a; wire y; inv dut(.a(a), .y(y));
+initial begin a = 0; #1 $display("Mismatches: %0d in 1 samples", y !== 1); $finish; end
+endmodule'''
+task = Task(id="inv", spec="", top="inv",
+            testbench=({"name": "tb.v", "content": tb},))
+report = Pipeline.build(PluginHost.default()).validate(task, Candidate.from_source(
+    "module inv(input a, output y); assign y = ~a; endmodule\\n"))
+print(sys.executable, interpreter(), report.verdict.value, [f.message for f in report.feedback])
+"""
+
+
+@pytest.mark.tools
+def test_python_started_by_a_relative_path_still_runs_in_the_jail(tmp_path: Path) -> None:
+    """``../venv/bin/python x.py`` leaves ``..`` through the caller's directory in
+    sys.executable, a directory no jail mounts: every jailed Python (gate, drivers) failed."""
+    import subprocess
+    import sys
+
+    here = tmp_path / "work"
+    here.mkdir()
+    relative = os.path.relpath(sys.executable, here)
+    assert relative.startswith("..")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run([relative, "-c", _RELATIVE_RUN], cwd=here, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    started_by, resolved, verdict = proc.stdout.split()[:3]
+    assert ".." in started_by and ".." not in resolved
+    assert verdict == "pass", proc.stdout

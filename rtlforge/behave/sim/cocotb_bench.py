@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ from rtlforge.core.models import Candidate, SourceFile
 from rtlforge.eda.stages import compiled_sources
 from rtlforge.eda.tools import ICARUS, PYTHON, VVP
 from rtlforge.sandbox import runfiles
+from rtlforge.sandbox.jail import interpreter
 from rtlforge.sandbox.runner import SandboxRunner, find_tool
 
 __all__ = ["bench_config", "simulate_cocotb"]
@@ -190,7 +190,7 @@ def _simulate(task: BehaveTask, plan: TestbenchPlan, candidate: Candidate,
             SourceFile(name=CONFIG, content=json.dumps(bench_config(task, plan)))],
             role="trusted")
         runfiles.write_new(harness, DRIVER_CONFIG, json.dumps(run_config))
-        driver = [sys.executable, "-I", str(harness / DRIVER), str(harness / DRIVER_CONFIG)]
+        driver = [interpreter(), "-I", str(harness / DRIVER), str(harness / DRIVER_CONFIG)]
         start = time.perf_counter()
         build = runner.run([*driver, "build"], cwd=workdir, timeout=timeout_s, tool=PYTHON,
                            ro_paths=[harness])

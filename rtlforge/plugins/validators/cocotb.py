@@ -23,12 +23,11 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,6 +69,7 @@ from rtlforge.eda.tools import (
     command_line_defines,
 )
 from rtlforge.sandbox import runfiles
+from rtlforge.sandbox.jail import interpreter
 from rtlforge.sandbox.runner import ToolRun
 
 _DRIVER = "rtlforge-cocotb-driver.py"
@@ -305,7 +305,7 @@ class CocotbValidator(Validator):
     timescale: tuple[str, str] = ("1ns", "1ps")
     build_args: tuple[str, ...] = ()
     seed: int = 1  # fixed so that a verdict is reproducible (and cacheable)
-    python: str = sys.executable
+    python: str = field(default_factory=interpreter)
 
     def __post_init__(self) -> None:
         if self.verilator_bin is not None and Path(self.verilator_bin).name != "verilator":

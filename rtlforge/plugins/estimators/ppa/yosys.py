@@ -13,7 +13,6 @@ import os
 import re
 import selectors
 import shutil
-import sys
 import threading
 import time
 import weakref
@@ -54,6 +53,7 @@ from rtlforge.plugins.estimators.ppa.synthesis import (
     _unmapped_reason,
 )
 from rtlforge.sandbox import runfiles
+from rtlforge.sandbox.jail import interpreter
 from rtlforge.sandbox.runner import SandboxRunner, find_tool
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class _YosysWorker:
         # The fork server itself uses next to no CPU; each job's child inherits the cap.
         limits = self.runner.limits.model_copy(update={"timeout_s": self.timeout,
                                                        "cpu_s": max(3600, int(self.timeout) + 5)})
-        self.proc = self.runner.spawn([sys.executable, "-I", str(_WORKER_SCRIPT)], self.workdir,
+        self.proc = self.runner.spawn([interpreter(), "-I", str(_WORKER_SCRIPT)], self.workdir,
                                       limits=limits, ro_paths=[self.liberty, self.package],
                                       merge_stderr=False)
         self.jobs = 0
