@@ -376,16 +376,23 @@ def register_commands(cli: Any, host: PluginHost) -> None:
                    "resumed_groups": result.resumed,
                    "empty_groups": sum(n for m in result.empty_groups.values()
                                        for n in m.values()),
-                   "empty_groups_by_method": result.empty_groups}
+                   "empty_groups_by_method": result.empty_groups,
+                   "infra_held": result.held}
         for name, tasks in result.empty_groups.items():
             click.secho(f"warning: method {name!r}: no candidate in {sum(tasks.values())} "
                         f"groups of {len(tasks)} tasks ({', '.join(sorted(tasks))}): the "
                         "generator returned nothing (replay: no recording of these tasks)",
                         fg="yellow", err=True)
+        for cell, why in result.held.items():
+            click.secho(f"infra error: {cell} stopped at {why}; that group was not stored: "
+                        "fix the cause (`rtlforge doctor`) and rerun the same run directory "
+                        "to evaluate it again", fg="red", err=True)
         if as_json:
             click.echo(json.dumps(summary))
-            return
-        _print_summary(summary)
+        else:
+            _print_summary(summary)
+        if result.held:
+            sys.exit(EXIT_INFRA)
 
 
 def protocol_line(protocol: dict[str, Any]) -> str:

@@ -45,7 +45,15 @@ from rtlforge.core.interfaces import (
     PPAEstimator,
 )
 from rtlforge.core.log import get_logger
-from rtlforge.core.models import Candidate, HistoryEntry, Objectives, Task, ValidationReport
+from rtlforge.core.models import (
+    Candidate,
+    HistoryEntry,
+    Objectives,
+    SourceFile,
+    Task,
+    ValidationReport,
+    Verdict,
+)
 from rtlforge.evaluation.evaluate import (
     PPAMeasure,
     candidate_from_completion,
@@ -126,6 +134,18 @@ class _CellState:
 
     records: list[ExploreRecord] = field(default_factory=list)
     next_iteration: int = 1
+    #: Why the cell stopped before ``iterations``: a group hit an infrastructure failure, so it
+    #: was not stored (a rerun of the run directory evaluates it again) and nothing after it ran.
+    held: str | None = None
+
+
+def _infra_reason(record: ExploreRecord) -> str | None:
+    """Why ``record`` says nothing about its design (a tool or sandbox failure), if it does."""
+    if record.verdict is Verdict.INFRA_ERROR:
+        return f"sample {record.sample}: {record.message or 'infrastructure error'}"
+    if record.ppa is not None and record.ppa.infra:
+        return f"sample {record.sample}: PPA not measured ({record.ppa.error})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -425,12 +445,23 @@ class Explorer:
                 ast_status=out.ast.status if out.ast is not None else None,
                 ast_backend=out.ast.backend if out.ast is not None else None,
                 latency_s=gen.latency_s, finish_reason=gen.finish_reason)
-            candidate = out.candidate or Candidate.from_source(
-                gen.text or "(empty)", name="completion.txt", task_id=task_id)
+            candidate = out.candidate or Candidate(  # the raw answer, kept as it came
+                files=(SourceFile(name="completion.txt", content=gen.text or "(empty)"),),
+                task_id=task_id)
             records.append(record)
             entries.append(ArchiveEntry(task_id=task_id, candidate=candidate,
                                         objectives=vec, verdict=report.verdict,
                                         record=record.to_json_dict()))
+        infra = next((_infra_reason(r) for r in records if _infra_reason(r)), None)
+        if infra is not None:
+            # never a final result: unstored, the group is evaluated again when the run resumes
+            # (from its stored generations); its cell stops, as later prompts would show it
+            log.warning("explore_group_infra_error", method=method, task=task_id, trial=trial,
+                        iteration=iteration, error=infra)
+            state.held = f"iteration {iteration}: {infra}"
+            self._emit("evaluate_end", cell, iteration, samples=len(records), passed=0, hvc=[],
+                       infra_error=infra)
+            return
         if not store.commit_group(method, task_id, trial, iteration, entries):
             log.warning("explore_group_already_committed", method=method, task=task_id,
                         trial=trial, iteration=iteration)
@@ -461,9 +492,10 @@ class Explorer:
             evaluated = self._loop(store, states)
             result = self.report(store)
             self._emit("finish", candidates=len(store), evaluated=evaluated)
+            held = {"/".join(map(str, cell)): st.held for cell, st in states.items() if st.held}
             return ExploreResult(run_dir=self.run_dir, summary=result[0], paths=result[1],
                                  candidates=len(store), evaluated=evaluated, resumed=resumed,
-                                 empty_groups=_empty_groups(store))
+                                 empty_groups=_empty_groups(store), held=held)
         finally:
             store.close()
 
@@ -489,7 +521,7 @@ class Explorer:
                 inflight[0] -= 1
                 if exc is not None:
                     errors.append(exc)
-                elif states[cell].next_iteration <= self.iterations:
+                elif states[cell].next_iteration <= self.iterations and not states[cell].held:
                     ready.append(cell)
                 else:
                     remaining -= 1
@@ -498,7 +530,7 @@ class Explorer:
         def evaluate(cell: Cell, iteration: int, gens: list[Generation]) -> None:
             try:
                 self._evaluate_group(store, pool, cell, iteration, states[cell], gens)
-                evaluated[0] += 1
+                evaluated[0] += states[cell].held is None  # a held group was not stored
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 finished(cell, exc)
                 return

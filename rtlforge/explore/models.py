@@ -139,6 +139,9 @@ class ExploreResult:
     #: groups the generator answered with nothing (a replay without that task's recording),
     #: by method and task: they hold no candidate, so a silent gap would read as a bad method
     empty_groups: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: cells ("method/task/trial") stopped by an infrastructure failure, with why: their group
+    #: was not stored, so rerunning the run directory retries it
+    held: dict[str, str] = field(default_factory=dict)
 
 
 class SimilarityScore(Protocol):

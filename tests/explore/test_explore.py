@@ -132,8 +132,8 @@ def build_explorer(run_dir: Path, *, tasks: int = 2, iterations: int = 3, n: int
         [Method(name="seq", generator=gen, sampling=SamplingParams(n=n),
                 history="passing-only")],
         iterations=iterations, run_dir=run_dir,
-        pipeline=Pipeline([MarkerValidator(val_delay)]),
-        **{"estimator": MarkerPPA(), **kwargs})
+        **{"pipeline": Pipeline([MarkerValidator(val_delay)]), "estimator": MarkerPPA(),
+           **kwargs})
     return explorer, gen
 
 
@@ -264,6 +264,41 @@ def test_failing_generator_stops_the_run_and_resume_finishes(tmp_path: Path) -> 
     again, _ = build_explorer(tmp_path / "run", tasks=1, iterations=3, n=1)
     result = again.run()
     assert result.resumed == 1 and result.evaluated == 2 and result.candidates == 3
+
+
+class FlakyInfraValidator(MarkerValidator):
+    """The marker validator, but its tool is broken (infra_error) while ``broken`` is set."""
+
+    def __init__(self, broken: bool) -> None:
+        super().__init__()
+        self.broken = broken
+
+    def validate(self, ctx: Any) -> StageResult:
+        if self.broken and ctx.candidate.files[0].content.count("1.0 1.0 1.0") == 0:
+            return StageResult(name=self.name, verdict=Verdict.INFRA_ERROR)
+        return super().validate(ctx)
+
+
+def test_an_infra_error_is_never_a_final_result_a_rerun_evaluates_it_again(
+        tmp_path: Path) -> None:
+    """A group hit by a broken tool is not stored and stops its cell; once the tool is fixed,
+    rerunning the run directory evaluates that group again (from its stored generations)."""
+    def explorer(broken: bool) -> tuple[Explorer, ScriptedGenerator]:
+        return build_explorer(tmp_path / "run", tasks=1, iterations=3, n=1,
+                              pipeline=Pipeline([FlakyInfraValidator(broken)]))
+
+    first, _ = explorer(broken=True)
+    result = first.run()
+    assert result.evaluated == 1 and result.candidates == 1  # iteration 1 only
+    [(cell, why)] = result.held.items()
+    assert cell.startswith("seq/t0/") and why.startswith("iteration 2: sample 0")
+    again, gen = explorer(broken=False)
+    result = again.run()
+    assert result.resumed == 1 and result.evaluated == 2 and result.held == {}
+    assert result.candidates == 3
+    with _store(tmp_path / "run") as store:
+        assert [r.verdict for r in store.records()] == [Verdict.PASS] * 3
+    assert [parse_request_id(r)[3] for _, _, rids in gen.calls for r in rids] == [3]  # type: ignore[index]
 
 
 _RESUME_SCRIPT = """
