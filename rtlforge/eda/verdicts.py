@@ -143,7 +143,18 @@ _COUNT_AFTER = re.compile(r"\b(?:failures?|errors?|mismatches)\s*[:=]\s*(\d+)\b"
 #: "no errors", "without failures": not a failure.
 _NEGATED = re.compile(r"\b(?:no|without|zero)\s+(?:errors?|failures?|mismatch(?:es)?)\b",
                       re.IGNORECASE)
-_FAIL_WORD = re.compile(r"\b(?:errors?|fail(?:s|ed|ure|ures|ing)?)\b", re.IGNORECASE)
+#: A failure word: "error", "FAIL", "failed", and a single "MISMATCH" (a count of "mismatches"
+#: is read above, where 0 passes; "mismatched samples is 0" is VerilogEval's pass summary).
+_FAIL_WORD = re.compile(r"\b(?:errors?|fail(?:s|ed|ure|ures|ing)?|mismatch)\b", re.IGNORECASE)
+#: "expected 5, got 4", "exp=5 actual=4", "expected: 1 but observed 0": a check whose two
+#: values differ is a failure even without a failure word (equal values: just a report).
+_EXPECTED_GOT = re.compile(
+    r"\b(?:expected|expecting|exp)\b\s*[:=]?\s*(?P<expected>-?[\w'.]*\w)\W+(?:\w+\s+){0,2}?"
+    r"(?:got|actual|observed|received|obs)\b\s*[:=]?\s*(?P<got>-?[\w'.]*\w)", re.IGNORECASE)
+
+
+def _differs(line: str) -> bool:
+    return any(m["expected"].lower() != m["got"].lower() for m in _EXPECTED_GOT.finditer(line))
 
 
 def _line_signals(line: str) -> list[bool]:
@@ -168,7 +179,7 @@ def _line_signals(line: str) -> list[bool]:
         found.append(int(m[1]) == 0)
     if found:
         return found
-    if _FAIL_WORD.search(rest):
+    if _FAIL_WORD.search(rest) or _differs(rest):
         return [False]
     return []
 

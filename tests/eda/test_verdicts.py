@@ -130,6 +130,34 @@ def test_auto_fail_formats(name: str) -> None:
         in fb.message
 
 
+#: Hand-written check lines without a failure word (docs/feedback.md lists the forms), each
+#: followed by a summary a careless testbench prints anyway: the check decides.
+HAND_WRITTEN = {
+    "mismatch_word": ("MISMATCH at t=15: y = 4'b0111, expected 4'b0001", "y", "4'b0111"),
+    "expected_got": ("y: expected 4'b0001, got 4'b0111", "y", "4'b0111"),
+    "expected_but_observed": ("sum expected: 12 but observed 13", None, "13"),
+    "exp_actual": ("check 3 exp=5 actual=4", None, "4"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
+def test_hand_written_check_lines_fail_with_structured_mismatches(name: str) -> None:
+    line, signal, observed = HAND_WRITTEN[name]
+    result = judge(tb(line, "Simulation complete"), AUTO, nonce=NONCE)
+    assert result.verdict is Verdict.FAIL and result.feedback[0].category == "sim_mismatch"
+    [check] = result.feedback[0].mismatches
+    assert check.observed == observed and check.raw == line
+    if signal is not None:
+        assert check.signal == signal
+    # the same check line beside a pass banner is a conflict, never a pass
+    assert judge(tb(line, "ALL TESTS PASSED"), AUTO, nonce=NONCE).verdict is Verdict.FAIL
+
+
+def test_an_expected_got_report_with_equal_values_is_no_failure() -> None:
+    assert judge(tb("y: expected 4'b0001, got 4'b0001", "Mismatches: 0 in 1 samples"), AUTO,
+                 nonce=NONCE).verdict is Verdict.PASS
+
+
 def test_conflicting_signals_fail() -> None:
     out = tb("Failed at i=3, out=00000001, expected=00000010",
              "=========== Your Design Passed ===========")
