@@ -111,6 +111,16 @@ class PassRule(_Frozen):
         return pattern
 
 
+def _read_files(paths: Sequence[str | Path]) -> tuple[SourceFile, ...]:
+    files = []
+    for path in map(Path, paths):
+        try:
+            files.append(SourceFile(name=path.name, content=path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path} is not a UTF-8 text file") from exc
+    return tuple(files)
+
+
 class Task(_Frozen):
     """A design problem: what to build and how to check it."""
 
@@ -126,6 +136,30 @@ class Task(_Frozen):
     pass_rule: PassRule = PassRule()
     category: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _testbench_top_declared(self) -> Task:
+        """A ``testbench_top`` no testbench file declares is the task author's mistake: said
+        when the task is made, not later as an elaboration error blamed on the design."""
+        top = self.testbench_top
+        if top and self.testbench and not any(
+                re.search(rf"\b(?:macro)?module\s+(?:(?:automatic|static)\s+)?{re.escape(top)}\b",
+                          f.content) for f in self.testbench):
+            raise ValueError(f"testbench_top {top!r} is not a module of the testbench files "
+                             f"({', '.join(f.name for f in self.testbench)})")
+        return self
+
+    @classmethod
+    def from_files(cls, top: str, *, testbench: Sequence[str | Path] = (),
+                   support: Sequence[str | Path] = (), golden: Sequence[str | Path] = (),
+                   spec: str = "", id: str | None = None, **fields: Any) -> Task:
+        """A task from files on disk (UTF-8), each under its own name: ``top`` is the module
+        the design must define, ``testbench`` a self-checking testbench (without one only lint
+        and synthesis can run), ``support`` files it reads, ``golden`` a reference design.
+        ``id`` defaults to ``top``; other :class:`Task` fields (``testbench_top``,
+        ``pass_rule``, ``ports``, ``category``...) pass through by name."""
+        return cls(id=id or top, spec=spec, top=top, testbench=_read_files(testbench),
+                   support=_read_files(support), golden=_read_files(golden), **fields)
 
     def digest(self) -> str:
         """Stable content hash: what the verdict depends on (not the spec prose)."""
@@ -210,15 +244,10 @@ class Candidate(_Frozen):
     def from_files(cls, paths: Sequence[str | Path], **kwargs: Any) -> Candidate:
         """A candidate of several files under their own names (UTF-8 Verilog; ValueError
         otherwise, also for a file holding a fenced LLM answer, as :meth:`from_source`)."""
-        files = []
-        for path in map(Path, paths):
-            try:
-                text = path.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path} is not a UTF-8 text file") from exc
-            _refuse_fenced(text, str(path))
-            files.append(SourceFile(name=path.name, content=text))
-        return cls(files=tuple(files), **kwargs)
+        files = _read_files(paths)
+        for path, file in zip(paths, files, strict=True):
+            _refuse_fenced(file.content, str(path))
+        return cls(files=files, **kwargs)
 
     def digest(self) -> str:
         return hashlib.sha256(

@@ -109,6 +109,29 @@ def _is_hdl(name: str) -> bool:
     return name.lower().endswith(_HDL_SUFFIXES)
 
 
+def _noting_untested(stage: StageResult, task: Task, skipped: list[str]) -> StageResult:
+    """``stage`` with a note that a pass says less than it seems: nothing ran the design."""
+    note = Feedback(
+        category="not_simulated", severity="info", stage=stage.name,
+        message=f"task {task.id!r} has no testbench, so {', '.join(skipped)} did not run: this "
+                "pass says the design compiles (and synthesises, if asked), not that it does "
+                "what the spec says",
+        hint="Give the task a self-checking testbench (testbench = [...] in task.toml, or "
+             "--testbench) to check its behaviour.")
+    return stage.model_copy(update={"feedback": (*stage.feedback, note)})
+
+
+def _pair(index: int, item: object) -> tuple[Task, Candidate]:
+    """A batch item checked for shape: a caller's mistake is a TypeError that says the
+    expected form, not an unpacking error deep inside the batch."""
+    if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Task)
+            and isinstance(item[1], Candidate)):
+        return item
+    got = type(item).__name__ + (f" of {len(item)}" if isinstance(item, tuple) else "")
+    raise TypeError(f"validate_many takes (task, candidate) pairs; item {index} is a {got}: "
+                    "pass [(task, candidate), ...], or validate(task, candidate) for one")
+
+
 class PipelineSpec(BaseModel):
     """Everything :meth:`Pipeline.build` was given, as plain data: a pipeline rebuilt from it
     in another process validates exactly alike (same validators, options, timeout, cache key).
@@ -324,7 +347,7 @@ class Pipeline:
         trip. A remote executor rebuilds this pipeline from :attr:`spec` on its workers; a pair
         whose worker kept dying comes back ``infra_error`` (never a verdict).
         """
-        pairs = list(pairs)
+        pairs = [_pair(i, item) for i, item in enumerate(pairs)]
         keys = [self.cache_key(task, candidate) for task, candidate in pairs]
         reports: list[ValidationReport | None] = []
         for key in keys:
@@ -373,14 +396,19 @@ class Pipeline:
                     timeout=self.timeout, options=dict(self.options), nonce=nonce,
                     testbench_names=renames,
                 )
+                unchecked = []
                 for validator in self.validators:
                     if not validator.applies(task):
+                        unchecked += [validator.name] if validator.needs_testbench else []
                         continue
                     result = _forget_names(self._run_one(validator, ctx), tag)
                     stages.append(result)
                     if result.verdict is not Verdict.PASS:
                         self._bundle(workdir, task, candidate, stages)
                         break
+                else:
+                    if unchecked and len(stages) > 1:
+                        stages[-1] = _noting_untested(stages[-1], task, unchecked)
         except RtlforgeError as exc:  # the workspace or a trusted file could not be set up
             if not is_infra(exc):
                 raise

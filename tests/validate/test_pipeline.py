@@ -147,6 +147,25 @@ def test_validate_many_keeps_order_across_executors(pipeline: Pipeline, task: Ta
     assert [r.verdict for r in serial.validate_many(pairs, executor=SerialExecutor())] == expected
 
 
+def test_validate_many_of_bare_candidates_is_a_typeerror_naming_the_pairs(
+        pipeline: Pipeline, task: Task) -> None:
+    with pytest.raises(TypeError, match=r"takes \(task, candidate\) pairs; item 0 is a "
+                                        r"Candidate: pass \[\(task, candidate\), \.\.\.\]"):
+        pipeline.validate_many([Candidate.from_source(GOOD)])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="item 1 is a tuple of 2"):
+        pipeline.validate_many([(task, Candidate.from_source(GOOD)),
+                                (Candidate.from_source(GOOD), task)])  # type: ignore[list-item]
+
+
+def test_a_pass_without_a_testbench_says_nothing_simulated_it(pipeline: Pipeline) -> None:
+    lint_only = Task(id="and2", spec="2-input AND", top="and2")
+    report = pipeline.validate(lint_only, Candidate.from_source(WRONG))
+    assert report.verdict is Verdict.PASS  # a wrong design that compiles: lint cannot tell
+    [note] = [fb for fb in report.feedback if fb.category == "not_simulated"]
+    assert note.severity == "info" and "iverilog-sim did not run" in note.message
+    assert "not that it does what the spec says" in note.message
+
+
 def test_design_file_named_like_the_testbench_is_renamed(pipeline: Pipeline, task: Task) -> None:
     report = pipeline.validate(task, Candidate.from_source(GOOD, name="tb.v"))
     assert report.verdict is Verdict.PASS
