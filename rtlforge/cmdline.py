@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from rtlforge.core.errors import PluginOptionsError, RtlforgeError
-from rtlforge.core.models import Task, Verdict
+from rtlforge.core.models import SourceFile, Task, Verdict
 from rtlforge.core.options import public_options, validate_options
 from rtlforge.core.untrusted import load_json
 
@@ -130,6 +130,32 @@ def load_task_map(root: Path, fmt: str) -> dict[str, Task]:
     for reason in found.skipped:
         click.secho(f"warning: skipped {reason}", fg="yellow", err=True)
     return {t.id: t for t in found.tasks}
+
+
+def design_top(files: Sequence[SourceFile], top: str | None) -> str:
+    """The top module of a command's design files: ``top`` when it names a declared module,
+    else the one module no other file instantiates. A typo, no module or an ambiguous design
+    is a usage error (exit 2) naming what the files declare."""
+    from rtlforge.eda.modules import scan_modules, top_modules
+
+    scans = [scan_modules(f.content) for f in files]
+    declared = [name for scan in scans for name in scan.declared]
+    names = ", ".join(f.name for f in files)
+    if not declared:
+        if top is not None and not all(scan.ok for scan in scans):
+            return top  # a text the scanner cannot read: the tool has the last word
+        raise click.UsageError(f"no module declaration found in {names}"
+                               + ("" if top else "; pass --top NAME"))
+    if top is not None:
+        if top not in declared and all(scan.ok for scan in scans):
+            raise click.UsageError(f"--top {top!r}: no such module in {names} "
+                                   f"(declared: {', '.join(declared)})")
+        return top
+    roots = top_modules([f.content for f in files])
+    if len(roots) != 1:
+        raise click.UsageError(f"cannot tell the top module among {', '.join(declared)}; "
+                               "pass --top NAME")
+    return roots[0]
 
 
 def positive_ints(text: str, flag: str) -> list[int]:

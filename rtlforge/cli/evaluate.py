@@ -82,8 +82,11 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers.")
 @click.option("--simulator", default="icarus", show_default=True, metavar="TOOLCHAIN",
               help=SIMULATOR_HELP)
-@click.option("--synth", is_flag=True)
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
+@click.option("--synth", is_flag=True,
+              help="Also synthesise each passing design with yosys (latches, loops, cells): a "
+                   "design that simulates but does not synthesise then fails.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Wall-clock seconds per tool run (a run past it is a timeout, not a fail).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--samples-dir", "samples_dirs", multiple=True,
               type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -14,6 +14,7 @@ from rtlforge.cmdline import (
     PLUGIN_OPTION_HELP,
     SIMULATOR_HELP,
     command_host,
+    design_top,
     exit_code,
     plugin_specs,
 )
@@ -57,29 +58,6 @@ def _candidate(designs: tuple[Path, ...]) -> Candidate:
             source = SourceFile(name=source.name, content=code)
         files.append(source)
     return Candidate(files=tuple(files))
-
-
-def _check_top(top: str, candidate: Candidate) -> None:
-    """``--top`` names a module the design files declare: a typo is the caller's (exit 2)."""
-    from rtlforge.eda.modules import declared_modules
-
-    declared = [name for f in candidate.files for name in declared_modules(f.content)]
-    if declared and top not in declared:
-        raise click.UsageError(f"--top {top!r} is not a module of the design files "
-                               f"(they declare {', '.join(declared)})")
-
-
-def _infer_top(files: list[SourceFile]) -> str:
-    """The one module not instantiated by another; ambiguity is a usage error."""
-    from rtlforge.eda.modules import declared_modules, top_modules
-
-    declared = [name for f in files for name in declared_modules(f.content)]
-    if not declared:
-        raise click.UsageError("no module declaration found; pass --top NAME")
-    roots = top_modules([f.content for f in files])
-    if len(roots) != 1:
-        raise click.UsageError(f"cannot tell the top module among {declared}; pass --top NAME")
-    return roots[0]
 
 
 def _describe_mismatch(m: Mismatch) -> str:
@@ -158,9 +136,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
             raise click.UsageError("--wave needs --testbench (or a --task with one): only a "
                                    "simulation leaves a waveform")
         candidate = _candidate(designs)
-        if top is not None:
-            _check_top(top, candidate)
-        top = top or (task.top if task is not None else _infer_top(list(candidate.files)))
+        top = design_top(candidate.files, top) if top is not None or task is None else task.top
         if task is not None:
             task = task.model_copy(update={"top": top})
         else:

@@ -70,7 +70,7 @@ def test_validate_usage_errors_exit_2(tmp_path: Path) -> None:
     code, out = _invoke("validate", _write(tmp_path, "two.v", two))
     assert code == 2 and "--top" in out
     code, out = _invoke("validate", _write(tmp_path, "and2.v", GOOD), "--top", "and3")
-    assert code == 2 and "'and3' is not a module of the design files (they declare and2)" in out
+    assert code == 2 and "--top 'and3': no such module in and2.v (declared: and2)" in out
 
 
 @pytest.mark.tools

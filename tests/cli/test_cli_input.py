@@ -110,6 +110,15 @@ def test_ppa_top_that_no_file_declares_is_a_usage_error(tmp_path: Path) -> None:
     assert "Yosys" not in err
 
 
+@pytest.mark.tools
+def test_ppa_infers_the_top_as_validate_does(tmp_path: Path) -> None:
+    design = tmp_path / "and2.v"
+    design.write_text(AND2)
+    code, out, err = _invoke("ppa", str(design), "--json")
+    assert code == 0, err
+    assert json.loads(out)["area_um2"] > 0
+
+
 def test_ppa_on_an_empty_file_says_no_module(tmp_path: Path) -> None:
     design = tmp_path / "empty.v"
     design.write_text("")

@@ -20,7 +20,6 @@ The package by noun: :mod:`.errors`, :mod:`.liberty` (which library, its leakage
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,24 +61,6 @@ def _read_design(path: Path) -> str:
         raise click.UsageError(f"{path} is not a UTF-8 text file") from exc
 
 
-def _check_top(files: Sequence[SourceFile], top: str) -> None:
-    """A --top that no file declares is a usage error now, not a yosys log later."""
-    import click
-
-    from rtlforge.eda.modules import scan_modules
-
-    scans = [scan_modules(f.content) for f in files]
-    if not all(scan.ok for scan in scans):
-        return  # a text the scanner cannot read: yosys has the last word
-    declared = [name for scan in scans for name in scan.declared]
-    names = ", ".join(f.name for f in files)
-    if not declared:
-        raise click.UsageError(f"no module declaration found in {names}")
-    if top not in declared:
-        raise click.UsageError(f"--top {top!r}: no such module in {names} "
-                               f"(declared: {', '.join(declared)})")
-
-
 @hookimpl
 def register_commands(cli: Any) -> None:
     import click
@@ -87,7 +68,7 @@ def register_commands(cli: Any) -> None:
     @cli.command(name="ppa")
     @click.argument("designs", nargs=-1, required=True,
                     type=click.Path(exists=True, dir_okay=False, path_type=Path))
-    @click.option("--top", required=True, help="Top module.")
+    @click.option("--top", help="Top module (default: the one module no other instantiates).")
     @click.option("--liberty", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                   help="Liberty file (.lib or .lib.gz); default: the bundled generic library.")
     @click.option("--clock", help="Clock port, or several comma-separated (default: "
@@ -104,19 +85,18 @@ def register_commands(cli: Any) -> None:
                        "auto: pyosys when installed.")
     @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    def ppa(designs: tuple[Path, ...], top: str, liberty: Path | None, clock: str | None,
+    def ppa(designs: tuple[Path, ...], top: str | None, liberty: Path | None, clock: str | None,
             period: float | None, estimator: str, activity: float, yosys_backend: str,
             timeout: float, as_json: bool) -> None:
         """Area (um^2), critical-path delay (ns) and power (mW) of DESIGN files."""
         import json
         import sys
 
-        from rtlforge.cmdline import EXIT_INFRA, EXIT_NOT_PASSED
-        from rtlforge.core.models import SourceFile
+        from rtlforge.cmdline import EXIT_INFRA, EXIT_NOT_PASSED, design_top
 
         try:
             files = tuple(SourceFile(name=p.name, content=_read_design(p)) for p in designs)
-            _check_top(files, top)
+            top = design_top(files, top)
             candidate = Candidate(files=files)
             options: dict[str, Any] = {"liberty": liberty, "timeout": timeout,
                                        "yosys": yosys_backend}
