@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import signal
 
-from rtlforge.cli import doctor, evaluate, plugins, validate  # noqa: F401 - the built-in commands
+from rtlforge.cli import doctor, evaluate, examples, plugins, validate  # noqa: F401 - built-ins
 from rtlforge.cli.root import cli
 
 __all__ = ["cli", "main"]

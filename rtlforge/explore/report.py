@@ -140,6 +140,7 @@ def write_explore_report(run_dir: str | Path, records: Sequence[ExploreRecord],
                                                         else {})})
     summary["environment"] = _environment(summary.get("environment") or {}, config)
     metric_records = [Record.model_validate(r) for r in detailed.records()]
+    summary["checkpoints"] = {}  # rHV per method at each checkpoint: none until a PPA is measured
     if any(r.objectives() is not None for r in metric_records):
         metrics = json.loads(metrics_json(compute_metrics(metric_records, baseline=baseline,
                                                           seed=seed)))

@@ -32,7 +32,9 @@ to run untrusted input unless the user opts out explicitly (``RTLFORGE_SANDBOX=n
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -86,12 +88,47 @@ def interpreter() -> str:
     return str(Path(os.path.realpath(exe.parent)) / exe.name)
 
 
+@functools.cache
+def _dependency_sites() -> frozenset[Path]:
+    """The directories rtlforge's installed dependencies were installed into.
+
+    A jailed Python (the gate, the cocotb driver, the pyosys worker) imports them, and they
+    need not be under the venv: a ``.pth`` line, ``pip install --target`` or a system site
+    can hold them. Found from the installed metadata (the closure of rtlforge's requirements,
+    extras included where installed), not from ``sys.path``, which may name any directory of
+    the user's (the working directory, a project with secrets).
+    """
+    from importlib import metadata
+
+    sites: set[Path] = set()
+    seen: set[str] = set()
+    todo = ["rtlforge"]
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an extra's package that is not installed
+        sites.add(Path(str(dist.locate_file(""))).resolve())
+        todo += [m[0] for req in dist.requires or () if (m := _REQUIREMENT.match(req))]
+    return frozenset(sites)
+
+
+_REQUIREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
 def _python_roots() -> list[Path]:
-    """Directories a sandboxed Python needs: the venv, the base install, rtlforge itself."""
+    """Directories a sandboxed Python needs: the venv, the base install, rtlforge itself and
+    the directories its dependencies are installed in."""
     roots = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     roots.add(Path(os.path.realpath(sys.executable)).parent.parent)
     roots.add(PACKAGE_DIR)
-    return sorted(roots)
+    roots.update(site for site in _dependency_sites() if site.is_dir())
+    return sorted(r for r in roots if not any(o != r and r.is_relative_to(o) for o in roots))
 
 
 #: The device nodes bubblewrap's ``--dev`` binds from the host: (name, major, minor).
