@@ -108,8 +108,8 @@ def _by_label(texts: dict[str, str]) -> Any:
 def run_grpo(out: Path, steps: int, *, vllm: bool) -> dict[str, Any]:
     import torch
 
-    from rtlforge.trainers.base import read_metrics
     from rtlforge.trainers.grpo import GRPOConfig, GRPOTrainer
+    from rtlforge.trainers.metrics import read_metrics
 
     cfg = GRPOConfig.model_validate({
         "trainer": "grpo", "seed": 0, "out_dir": str(out), "steps": steps,

@@ -18,7 +18,7 @@ from rtlforge import hookimpl
 from rtlforge.core.hookspecs import Register
 from rtlforge.core.interfaces import Trainer
 from rtlforge.tasks.samples import load_samples
-from rtlforge.trainers.base import TrainerConfig, resolve_out_dir
+from rtlforge.trainers.config import TrainerConfig, resolve_out_dir
 
 
 class BestOfConfig(TrainerConfig):

@@ -63,15 +63,16 @@ def register_commands(cli: Any, host: PluginHost) -> None:
 
         from rtlforge.cmdline import EXIT_INFRA, EXIT_OK, EXIT_USAGE
         from rtlforge.core.errors import PluginError, RtlforgeError
-        from rtlforge.trainers import base
+        from rtlforge.trainers.config import create_trainer, load_config, resolve_out_dir
+        from rtlforge.trainers.errors import TrainerConfigError
 
         err = Console(stderr=True)
         _quiet_library_bars()
         try:
-            config = base.load_config(config_path, host=host)
-            out_dir = base.resolve_out_dir(config, out)
+            config = load_config(config_path, host=host)
+            out_dir = resolve_out_dir(config, out)
             host.get("trainer", config.trainer)  # unknown trainer: a config error, now
-        except (base.TrainerConfigError, PluginError) as exc:
+        except (TrainerConfigError, PluginError) as exc:
             err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
             sys.exit(EXIT_USAGE)
 
@@ -91,9 +92,9 @@ def register_commands(cli: Any, host: PluginHost) -> None:
             try:
                 # --out travels in the config: from_config is the whole construction contract
                 config = config.model_copy(update={"out_dir": str(out_dir)})
-                trainer = base.create_trainer(config, host=host, progress=on_record)
+                trainer = create_trainer(config, host=host, progress=on_record)
                 summary = trainer.train()
-            except base.TrainerConfigError as exc:
+            except TrainerConfigError as exc:
                 err.print(f"[red]config error:[/red] {exc}", markup=True, highlight=False)
                 sys.exit(EXIT_USAGE)
             except (RtlforgeError, OSError, ImportError) as exc:

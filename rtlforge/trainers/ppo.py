@@ -37,22 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.untrusted import load_json
-from rtlforge.trainers.base import (
-    LoraSpec,
-    ProgressCallback,
-    TrainerConfig,
-    TrainerConfigError,
-    build_model_and_tokenizer,
-    capture_rng_state,
-    latest_checkpoint,
-    load_checkpoint,
-    resolve_out_dir,
-    restore_rng_state,
-    run_steps,
-    save_checkpoint,
-    score_completions,
-    seed_everything,
-)
+from rtlforge.trainers.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from rtlforge.trainers.config import LoraSpec, TrainerConfig, resolve_out_dir
+from rtlforge.trainers.errors import TrainerConfigError
+from rtlforge.trainers.loop import run_steps
+from rtlforge.trainers.metrics import ProgressCallback
+from rtlforge.trainers.models import build_model_and_tokenizer
+from rtlforge.trainers.rng import capture_rng_state, restore_rng_state, seed_everything
+from rtlforge.trainers.scoring import score_completions
 
 if TYPE_CHECKING:
     import torch

@@ -13,7 +13,7 @@ Three data sources, chosen by ``data.kind``:
 - ``pairs``: prompt -> answer rows from a JSONL file, e.g. a warm start for PPO on the prompts
   PPO later samples (``examples/train/sft-warm.yaml``); loss on the completion only.
 
-Checkpoints use :mod:`rtlforge.trainers.base`'s atomic layout, whose file names are the ones
+Checkpoints use :mod:`rtlforge.trainers.checkpoints`' atomic layout, whose file names are the ones
 ``transformers.Trainer`` resumes from, so resuming restores optimizer, scheduler, RNG and the
 data position and continues the step count exactly.
 """
@@ -34,26 +34,23 @@ from rtlforge.core.errors import ExtractionError, RtlforgeError
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
 from rtlforge.core.untrusted import load_json
-from rtlforge.trainers.base import (
-    StrictModel,
-    TrainerConfig,
-    TrainerConfigError,
-    TrainerInfraError,
-    build_model_and_tokenizer,
+from rtlforge.trainers.checkpoints import (
     checkpoint_path,
     latest_checkpoint,
     load_checkpoint,
     prune_checkpoints,
-    read_metrics,
-    resolve_out_dir,
     save_checkpoint,
-    seed_everything,
 )
+from rtlforge.trainers.config import StrictModel, TrainerConfig, resolve_out_dir
+from rtlforge.trainers.errors import TrainerConfigError, TrainerInfraError
+from rtlforge.trainers.metrics import read_metrics
+from rtlforge.trainers.models import build_model_and_tokenizer
+from rtlforge.trainers.rng import seed_everything
 
 if TYPE_CHECKING:
     from rtlforge.core.models import Task
     from rtlforge.core.plugins import PluginHost
-    from rtlforge.trainers.base import ProgressCallback
+    from rtlforge.trainers.metrics import ProgressCallback
 
 log = get_logger("rtlforge.trainers.sft")
 
@@ -549,7 +546,7 @@ class SFTTrainer(Trainer):
 
     def train(self) -> dict[str, Any]:
         """Train to ``config.steps`` (resuming first when configured); save the final model."""
-        from rtlforge.trainers.base import MetricsWriter
+        from rtlforge.trainers.metrics import MetricsWriter
 
         cfg = self.config
         hf = self._build()

@@ -259,7 +259,7 @@ def _checkpoint(tmp_path: Path, name: str) -> Path:
 
 
 def _edit_meta(path: Path, edit: Any) -> None:
-    from rtlforge.trainers.base import CHECKPOINT_FILE
+    from rtlforge.trainers.checkpoints import CHECKPOINT_FILE
 
     meta = json.loads((path / CHECKPOINT_FILE).read_text())
     (path / CHECKPOINT_FILE).write_text(json.dumps(edit(meta)))

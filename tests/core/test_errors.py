@@ -63,8 +63,8 @@ BRANCH: dict[str, str] = {
     "rtlforge.generation.local:ExtraMissingError": INFRA,
     "rtlforge.rewards.ast:ASTBackendUnavailable": INFRA,  # a missing optional extra
     "rtlforge.rewards.ast:SimilarityBudgetExceeded": INFRA,  # the harness's own time budget
-    "rtlforge.trainers.base:TrainerInfraError": INFRA,
-    "rtlforge.trainers.base:QLoRAUnavailableError": INFRA,
+    "rtlforge.trainers.errors:TrainerInfraError": INFRA,
+    "rtlforge.trainers.errors:QLoRAUnavailableError": INFRA,
     "rtlforge.plugins.generators.scripted:ScriptExhausted": INFRA,  # the script, not the design
     # the candidate's own fault
     "rtlforge.core.errors:SecurityViolation": DESIGN,
@@ -87,8 +87,8 @@ BRANCH: dict[str, str] = {
     "rtlforge.evaluation.metrics:RecordsError": CONFIG,
     "rtlforge.pareto.hypervolume:InvalidObjectivesError": CONFIG,
     "rtlforge.eda.liberty:LibertyError": CONFIG,
-    "rtlforge.trainers.base:TrainerConfigError": CONFIG,
-    "rtlforge.trainers.base:CheckpointError": CONFIG,  # a path to a wrong or partial checkpoint
+    "rtlforge.trainers.errors:TrainerConfigError": CONFIG,
+    "rtlforge.trainers.errors:CheckpointError": CONFIG,  # a path to a wrong or partial checkpoint
     "rtlforge.agents.base:RoleTemplateError": CONFIG,
     "rtlforge.agents.testbench:RealTestbenchError": CONFIG,  # asked to replace a real testbench
     "rtlforge.agents.config:AgentsFileError": CONFIG,
@@ -102,13 +102,13 @@ BRANCH: dict[str, str] = {
 }
 #: Abstract bases: on no branch themselves (their subclasses are).
 BASES = {"rtlforge.core.errors:InfraError", "rtlforge.core.errors:DesignError",
-         "rtlforge.core.errors:ConfigError", "rtlforge.trainers.base:TrainerError"}
+         "rtlforge.core.errors:ConfigError", "rtlforge.trainers.errors:TrainerError"}
 #: Other bases that callers catch today and must keep catching.
 KEPT_BASES: dict[str, type[BaseException]] = {
     "rtlforge.generation.prompts:TemplateError": ValueError,
     "rtlforge.evaluation.metrics:RecordsError": ValueError,
     "rtlforge.pareto.hypervolume:InvalidObjectivesError": ValueError,
-    "rtlforge.trainers.base:TrainerConfigError": ValueError,
+    "rtlforge.trainers.errors:TrainerConfigError": ValueError,
     "rtlforge.agents.base:RoleTemplateError": ValueError,
     "rtlforge.agents.testbench:RealTestbenchError": ValueError,
     "rtlforge.agents.config:AgentsFileError": ValueError,

@@ -177,7 +177,7 @@ def test_archive_keeps_entries_across_instances_and_finds_the_front(tmp_path: Pa
 
 
 def test_trainer_keeps_the_best_completion_per_task(tmp_path: Path) -> None:
-    from rtlforge.trainers.base import create_trainer, parse_config
+    from rtlforge.trainers.config import create_trainer, parse_config
 
     host = host_with("reward_plugin", "trainer_plugin")
     samples = tmp_path / "samples.jsonl"

@@ -23,7 +23,7 @@ import pytest
 from rtlforge.core.interfaces import Reward
 from rtlforge.tasks.loader import load_tasks
 from rtlforge.testing import requires_tools
-from rtlforge.trainers.base import TrainerConfigError, parse_config
+from rtlforge.trainers.config import parse_config
 from rtlforge.trainers.datasets import (
     Rollout,
     area_delay_correlation,
@@ -35,6 +35,7 @@ from rtlforge.trainers.datasets import (
     negative_tradeoff_tasks,
     reconstruct,
 )
+from rtlforge.trainers.errors import TrainerConfigError
 from rtlforge.trainers.grpo import PRESETS, GRPOConfig, group_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -420,7 +421,7 @@ def test_history_mix_recorded_per_generation(tmp_path: Path,
     import logging
     from collections import Counter
 
-    from rtlforge.trainers.base import read_metrics
+    from rtlforge.trainers.metrics import read_metrics
 
     trainer = _trainer(tmp_path, steps=3, generations=3)
     trainer._setup()
@@ -477,7 +478,7 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     """
     import torch
 
-    from rtlforge.trainers.base import read_metrics
+    from rtlforge.trainers.metrics import read_metrics
 
     over: dict[str, Any] = {"steps": 8, "generations": 2, "checkpoint": {"every": 1, "keep": 2}}
     full = _trainer(tmp_path / "full", **over)
@@ -532,7 +533,7 @@ def test_resume_between_reuses_of_a_sample_batch(tmp_path: Path) -> None:
     batch, so TRL's buffered batch must come back with it (else it would sample afresh)."""
     import torch
 
-    from rtlforge.trainers.base import read_metrics
+    from rtlforge.trainers.metrics import read_metrics
 
     table: dict[str, float | None] = {"A": 0.0, "B": 1.0, "C": 2.0, "D": 0.5, "": 0.0}
     over: dict[str, Any] = {"steps": 4, "num_iterations": 2, "beta": 0.04, "sequential": False,

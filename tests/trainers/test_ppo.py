@@ -24,7 +24,7 @@ pytest.importorskip("peft")
 from rtlforge.core.hookspecs import Register, hookimpl  # noqa: E402
 from rtlforge.core.interfaces import Reward  # noqa: E402
 from rtlforge.core.plugins import PluginHost  # noqa: E402
-from rtlforge.trainers.base import read_metrics  # noqa: E402
+from rtlforge.trainers.metrics import read_metrics  # noqa: E402
 from rtlforge.trainers.ppo import (  # noqa: E402
     PPOConfig,
     PPOTrainer,

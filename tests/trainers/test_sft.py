@@ -13,7 +13,9 @@ from rtlforge.core.models import Candidate
 from rtlforge.core.plugins import PluginHost
 from rtlforge.plugins.archives import pareto as archives_plugin
 from rtlforge.trainers import plugin
-from rtlforge.trainers.base import TrainerConfigError, parse_config, read_metrics
+from rtlforge.trainers.config import parse_config
+from rtlforge.trainers.errors import TrainerConfigError
+from rtlforge.trainers.metrics import read_metrics
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rtlforge.trainers.base import TrainerInfraError
+from rtlforge.trainers.errors import TrainerInfraError
 from rtlforge.trainers.sft import TrajectoryData, harvest
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,9 @@ import pytest
 
 from rtlforge.core.plugins import PluginHost
 from rtlforge.trainers import plugin
-from rtlforge.trainers.base import TrainerInfraError, load_config, read_metrics
+from rtlforge.trainers.config import load_config
+from rtlforge.trainers.errors import TrainerInfraError
+from rtlforge.trainers.metrics import read_metrics
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -68,7 +70,7 @@ def _mean(xs: list[float]) -> float:
 @pytest.mark.slow
 def test_sft_then_ppo_example_learns(tmp_path: Path, host: PluginHost) -> None:
     """The chain as shipped (seed 0): the PPO reward per step rises, from parsable Verilog."""
-    from rtlforge.trainers.base import create_trainer
+    from rtlforge.trainers.config import create_trainer
 
     sft = load_config(EXAMPLES / "sft-warm.yaml", host=host)
     sft = sft.model_copy(update={"out_dir": str(tmp_path / "sft-warm")})

@@ -16,17 +16,26 @@ import pytest
 
 from rtlforge.core.interfaces import Reward
 from rtlforge.core.plugins import PluginHost
-from rtlforge.trainers import base, plugin
-from rtlforge.trainers.base import (
-    CheckpointError,
-    MetricsWriter,
-    TrainerConfigError,
+from rtlforge.trainers import metrics, plugin
+from rtlforge.trainers.checkpoints import (
+    checkpoint_path,
+    latest_checkpoint,
     load_checkpoint,
-    load_config,
-    read_metrics,
+    prune_checkpoints,
     save_checkpoint,
-    score_completions,
 )
+from rtlforge.trainers.config import (
+    ModelConfig,
+    config_classes,
+    load_config,
+    parse_config,
+    resolve_out_dir,
+)
+from rtlforge.trainers.errors import CheckpointError, QLoRAUnavailableError, TrainerConfigError
+from rtlforge.trainers.metrics import MetricsWriter, read_metrics
+from rtlforge.trainers.models import build_model_and_tokenizer
+from rtlforge.trainers.rng import seed_everything
+from rtlforge.trainers.scoring import score_completions
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -86,16 +95,16 @@ def test_missing_config_file_is_a_config_error(tmp_path: Path, host: PluginHost)
 
 def test_config_classes_come_from_the_host() -> None:
     empty = PluginHost(load_entrypoints=False)
-    assert base.config_classes(empty) == {}
+    assert config_classes(empty) == {}
     with pytest.raises(TrainerConfigError, match="none registered"):
-        base.parse_config({"trainer": "sft"}, host=empty)
+        parse_config({"trainer": "sft"}, host=empty)
 
 
 def test_out_dir_resolution(tmp_path: Path, host: PluginHost) -> None:
     cfg = load_config(_cfg(tmp_path, MINIMAL), host=host)
     with pytest.raises(TrainerConfigError, match="--out"):
-        base.resolve_out_dir(cfg)
-    assert base.resolve_out_dir(cfg, tmp_path) == tmp_path
+        resolve_out_dir(cfg)
+    assert resolve_out_dir(cfg, tmp_path) == tmp_path
 
 
 # ---------------------------------------------------------------------------- metrics
@@ -124,7 +133,7 @@ def test_metrics_writer_fsyncs_every_line(tmp_path: Path, monkeypatch: pytest.Mo
                                           ) -> None:
     calls: list[int] = []
     real = os.fsync
-    monkeypatch.setattr(base.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    monkeypatch.setattr(metrics.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
     with MetricsWriter(tmp_path / "m.jsonl") as w:
         for step in range(3):
             w.write({"step": step})
@@ -150,7 +159,7 @@ def test_checkpoint_roundtrip_restores_rng_optimizer_scheduler(tmp_path: Path) -
     import numpy as np
 
     _model, opt, sched = _opt()
-    base.seed_everything(7)
+    seed_everything(7)
     ckpt = save_checkpoint(tmp_path / "ck", step=5, state={"tokens": 10}, optimizer=opt,
                            scheduler=sched, save_model=lambda d: (d / "w.txt").write_text("w"))
     expected = (random.random(), float(np.random.rand()), float(torch.rand(1)))
@@ -196,20 +205,20 @@ def test_incomplete_checkpoint_is_refused(tmp_path: Path) -> None:
 
 def test_latest_and_prune(tmp_path: Path) -> None:
     for step in (2, 10, 4):
-        save_checkpoint(base.checkpoint_path(tmp_path, step), step=step)
+        save_checkpoint(checkpoint_path(tmp_path, step), step=step)
     (tmp_path / "checkpoint-99").mkdir()  # incomplete: ignored
-    assert base.latest_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
-    removed = base.prune_checkpoints(tmp_path, keep=2)
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
+    removed = prune_checkpoints(tmp_path, keep=2)
     assert [p.name for p in removed] == ["checkpoint-2"]
-    assert base.latest_checkpoint(tmp_path / "nothing") is None
+    assert latest_checkpoint(tmp_path / "nothing") is None
 
 
 def test_qlora_without_cuda_is_a_typed_error(tmp_path: Path) -> None:
     if torch.cuda.is_available():
         pytest.skip("CUDA present")
-    cfg = base.ModelConfig(build_tiny={}, lora={"qlora": True})
-    with pytest.raises(base.QLoRAUnavailableError, match="CUDA"):
-        base.build_model_and_tokenizer(cfg, tmp_path)
+    cfg = ModelConfig(build_tiny={}, lora={"qlora": True})
+    with pytest.raises(QLoRAUnavailableError, match="CUDA"):
+        build_model_and_tokenizer(cfg, tmp_path)
 
 
 # ---------------------------------------------------------------------------- scoring
@@ -269,6 +278,19 @@ def test_importing_the_plugin_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == ""
+
+
+def test_base_re_exports_its_former_names_from_their_new_homes() -> None:
+    """Plugins written against ``rtlforge.trainers.base`` keep importing what it documented."""
+    import importlib
+
+    from rtlforge.trainers import base
+
+    homes = [importlib.import_module(f"rtlforge.trainers.{m}") for m in
+             ("errors", "config", "metrics", "rng", "checkpoints", "loop", "models", "scoring")]
+    for name in base.__all__:
+        assert any(getattr(m, name, None) is getattr(base, name) for m in homes), name
+    assert base.RNG_FILE == "rng_state.pth"
 
 
 def test_plugin_registers_sft(host: PluginHost) -> None:

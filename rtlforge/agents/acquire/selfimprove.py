@@ -39,19 +39,18 @@ from rtlforge.behave.acquire.roles import DEFAULT_ROLES, Stage
 from rtlforge.behave.acquire.schedule import ScheduleConfig, ScheduleState, TaskSchedule
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.log import get_logger
-from rtlforge.trainers.base import (
-    MetricsWriter,
-    ProgressCallback,
-    TrainerConfig,
-    TrainerConfigError,
-    build_model_and_tokenizer,
+from rtlforge.trainers.checkpoints import (
     checkpoint_path,
     latest_checkpoint,
     load_checkpoint,
     prune_checkpoints,
     save_checkpoint,
-    seed_everything,
 )
+from rtlforge.trainers.config import TrainerConfig
+from rtlforge.trainers.errors import TrainerConfigError
+from rtlforge.trainers.metrics import MetricsWriter, ProgressCallback
+from rtlforge.trainers.models import build_model_and_tokenizer
+from rtlforge.trainers.rng import seed_everything
 
 __all__ = ["SelfImproveConfig", "SelfImproveTrainer"]
 

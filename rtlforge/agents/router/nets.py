@@ -6,7 +6,7 @@
 - :class:`WorldModel`: the MPC planner's model: from a state and an action, the next state's 40
   structural features, the reward and the probability that the episode ends.
 
-A router checkpoint is an rtlforge checkpoint directory (:func:`rtlforge.trainers.base.
+A router checkpoint is an rtlforge checkpoint directory (:func:`rtlforge.trainers.checkpoints.
 save_checkpoint`) whose trainer state says which router it is for and ``router.pt`` holding the
 network's weights.
 """
@@ -125,7 +125,7 @@ def encode_actions(agent: torch.Tensor, focus: torch.Tensor, units: torch.Tensor
 def save_router(path: str | Path, net: nn.Module, *, router: str, step: int,
                 extra: dict[str, Any] | None = None, optimizer: Any = None) -> Path:
     """Write ``net`` as a checkpoint the ``router`` plugin loads (``path`` replaced atomically)."""
-    from rtlforge.trainers.base import save_checkpoint
+    from rtlforge.trainers.checkpoints import save_checkpoint
 
     state = {"router": router, "state_dim": net.state_dim, "hidden": net.hidden,
              "features": [f.name for f in FEATURES], **(extra or {})}
@@ -160,7 +160,8 @@ def load_router(path: str | Path, router: str) -> LoadedRouter:
 
 
 def _load_router(path: str | Path, router: str) -> LoadedRouter:
-    from rtlforge.trainers.base import CheckpointError, load_checkpoint
+    from rtlforge.trainers.checkpoints import load_checkpoint
+    from rtlforge.trainers.errors import CheckpointError
 
     try:
         found = load_checkpoint(path, restore_rng=False)

@@ -37,15 +37,11 @@ from rtlforge.agents.router.synthetic import (
 )
 from rtlforge.core.interfaces import Trainer
 from rtlforge.core.models import Verdict
-from rtlforge.trainers.base import (
-    ProgressCallback,
-    StrictModel,
-    TrainerConfig,
-    TrainerInfraError,
-    resolve_out_dir,
-    run_steps,
-    seed_everything,
-)
+from rtlforge.trainers.config import StrictModel, TrainerConfig, resolve_out_dir
+from rtlforge.trainers.errors import TrainerInfraError
+from rtlforge.trainers.loop import run_steps
+from rtlforge.trainers.metrics import ProgressCallback
+from rtlforge.trainers.rng import seed_everything
 
 __all__ = ["MPCSettings", "PPOSettings", "RouterData", "RouterTrainer", "RouterTrainerConfig",
            "Transition", "load_decisions", "trajectories_from_decisions"]
@@ -452,7 +448,7 @@ class RouterTrainer(Trainer):
         import torch
 
         from rtlforge.agents.router.nets import WEIGHTS_FILE
-        from rtlforge.trainers.base import latest_checkpoint, load_checkpoint
+        from rtlforge.trainers.checkpoints import latest_checkpoint, load_checkpoint
 
         if str(path) == "latest":
             found_path = latest_checkpoint(self.out_dir / "checkpoints")

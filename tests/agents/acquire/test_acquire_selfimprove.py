@@ -15,7 +15,8 @@ pytest.importorskip("transformers", reason="the self-improve trainer needs the [
 import rtlforge.agents.acquire.plugin as acquire_plugin
 from rtlforge.agents.acquire.selfimprove import SelfImproveTrainer
 from rtlforge.core.plugins import PluginHost
-from rtlforge.trainers import base
+from rtlforge.trainers.config import create_trainer, load_config, parse_config
+from rtlforge.trainers.errors import TrainerConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples" / "behave"
@@ -41,7 +42,7 @@ def _config(out: Path, host: PluginHost, **overrides: Any) -> Any:
         "reward_sequences": 2, "reward_transactions": 5,
         "checkpoint": {"resume_from": "latest", "keep": 2},
         **overrides}
-    return base.parse_config(data, host=host)
+    return parse_config(data, host=host)
 
 
 def _metrics(out: Path) -> list[dict[str, Any]]:
@@ -51,7 +52,7 @@ def _metrics(out: Path) -> list[dict[str, Any]]:
 def test_train_acquire_admit_continue(tmp_path: Path) -> None:
     host = _host()
     out = tmp_path / "run"
-    summary = base.create_trainer(_config(out, host), host=host).train()
+    summary = create_trainer(_config(out, host), host=host).train()
     events = [(m["event"], m["drawn_tasks"] if m["event"] == "update" else m["admitted"])
               for m in _metrics(out)]
     # Hand-computed from the schedule's rules: the random policy scores 0 everywhere, so
@@ -75,7 +76,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     host = _host()
     whole = tmp_path / "whole"
-    base.create_trainer(_config(whole, host), host=host).train()
+    create_trainer(_config(whole, host), host=host).train()
 
     killed = tmp_path / "killed"
     original = SelfImproveTrainer.train_update
@@ -87,9 +88,9 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path: Path,
 
     monkeypatch.setattr(SelfImproveTrainer, "train_update", dies_at_update_3)
     with pytest.raises(KeyboardInterrupt):
-        base.create_trainer(_config(killed, host), host=host).train()
+        create_trainer(_config(killed, host), host=host).train()
     monkeypatch.setattr(SelfImproveTrainer, "train_update", original)
-    base.create_trainer(_config(killed, host), host=host).train()
+    create_trainer(_config(killed, host), host=host).train()
 
     assert (killed / "rollouts.jsonl").read_text() == (whole / "rollouts.jsonl").read_text()
     assert _metrics(killed) == _metrics(whole)
@@ -105,8 +106,8 @@ def test_the_update_raises_the_likelihood_of_the_better_completion(tmp_path: Pat
     import torch
 
     host = _host()
-    trainer = base.create_trainer(_config(tmp_path / "run", host, learning_rate=0.05),
-                                  host=host)
+    trainer = create_trainer(_config(tmp_path / "run", host, learning_rate=0.05),
+                             host=host)
     assert isinstance(trainer, SelfImproveTrainer)
     trainer._build()
     sequences, prompt_len, _ = trainer._sample("Write a model.")
@@ -129,15 +130,15 @@ def test_the_update_raises_the_likelihood_of_the_better_completion(tmp_path: Pat
 def test_a_schedule_made_with_other_settings_is_refused(tmp_path: Path) -> None:
     host = _host()
     out = tmp_path / "run"
-    base.create_trainer(_config(out, host, steps=1), host=host).train()
+    create_trainer(_config(out, host, steps=1), host=host).train()
     changed = _config(out, host, steps=2, schedule={"cooldown_all_fail": 5},
                       checkpoint={"resume_from": None})
-    with pytest.raises(base.TrainerConfigError, match="other settings"):
-        base.create_trainer(changed, host=host).train()
+    with pytest.raises(TrainerConfigError, match="other settings"):
+        create_trainer(changed, host=host).train()
 
 
 def test_the_example_config_validates() -> None:
-    config = base.load_config(REPO / "examples" / "train" / "self-improve-tiny.yaml",
-                              host=_host())
+    config = load_config(REPO / "examples" / "train" / "self-improve-tiny.yaml",
+                         host=_host())
     assert config.trainer == "self-improve"
     assert (config.updates_per_round, config.admit_min) == (2, 1)

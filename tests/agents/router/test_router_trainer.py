@@ -11,7 +11,9 @@ from rtlforge.agents import plugin as agents_plugin
 from rtlforge.agents.models import AgentAction, Decision, IterationRecord, RouterContext, Tier
 from rtlforge.core.models import Verdict
 from rtlforge.core.plugins import PluginHost
-from rtlforge.trainers.base import TrainerConfigError, parse_config, read_metrics
+from rtlforge.trainers.config import parse_config
+from rtlforge.trainers.errors import TrainerConfigError
+from rtlforge.trainers.metrics import read_metrics
 
 torch = pytest.importorskip("torch")
 
@@ -48,7 +50,7 @@ def _decisions(path: Path) -> None:
 @pytest.mark.parametrize("router", ["ppo", "mpc"])
 def test_training_writes_metrics_a_loadable_checkpoint_and_a_summary(
         host: PluginHost, tmp_path: Path, router: str) -> None:
-    from rtlforge.trainers.base import create_trainer
+    from rtlforge.trainers.config import create_trainer
 
     _decisions(tmp_path / "decisions.jsonl")
     cfg = parse_config({"trainer": "router", "router": router, "steps": 3, "seed": 1,
