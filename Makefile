@@ -25,7 +25,7 @@ demo: tools venv
 	$(BIN)/rtlforge eval examples/samples/suite-samples.jsonl --tasks examples/tasks \
 		-k 1,3 --out runs/demo/results.jsonl
 	rm -rf runs/demo/explore
-	$(BIN)/rtlforge explore --tasks examples/tasks --task add8_carry --task mul8u \
+	$(BIN)/rtlforge explore --tasks examples/tasks --task add32 --task mul8u \
 		--task seq_det_1011 --task traffic_light \
 		--method pareto=replay:pareto --method spec=replay:spec \
 		--generator-option path=examples/explore/recorded.jsonl --select method,iteration \

@@ -126,8 +126,8 @@ def run(tasks: list[tuple[Task, str]], *, symbolic: bool) -> dict[str, Any]:
     summary = summarise_results(results)
     tables = {tid for tid, *_ in TABLES}
     return {"symbolic": symbolic, **{k: summary[k] for k in (
-                "tasks", "passed", "pass_at_1", "llm_calls", "tokens", "llm_calls_per_solved",
-                "tokens_per_solved", "tiers")},
+                "tasks", "passed", "pass_at_1", "solve_rate", "llm_calls", "tokens",
+                "llm_calls_per_solved", "tokens_per_solved", "tiers")},
             "table_tasks_llm_calls": sum(r.llm_calls for r in results if r.task_id in tables),
             "per_task": {r.task_id: {"verdict": r.verdict.value, "llm_calls": r.llm_calls,
                                      "solved_by": r.solved_by.value if r.solved_by else None}

@@ -174,10 +174,14 @@ def _print_table(results: Sequence[SolveResult], summary: Mapping[str, Any],
                       str(r.llm_calls), str(r.tokens))
     console = Console()
     console.print(table)
-    p1 = summary["pass_at_1"]
+    p1, rate = summary["pass_at_1"], summary["solve_rate"]
     per = summary["llm_calls_per_solved"]
-    console.print(f"pass@1 {'n/a' if p1 is None else f'{p1:.4f}'} ({summary['passed']}/"
-                  f"{summary['tasks'] - summary['infra_errors']}"
+    judged = summary["tasks"] - summary["infra_errors"]
+    budget = (summary.get("run") or {}).get("max_iterations")
+    console.print(f"pass@1 {'n/a' if p1 is None else f'{p1:.4f}'} ({summary['passed_first']}/"
+                  f"{judged} passed their first attempt); solved "
+                  f"{'n/a' if rate is None else f'{rate:.4f}'} ({summary['passed']}/{judged}"
+                  + (f" within {budget} iterations" if budget else "")
                   + (f", {summary['infra_errors']} infra errors not scored"
                      if summary["infra_errors"] else "") + f"); LLM calls {summary['llm_calls']}"
                   f", tokens {summary['tokens']}; per solved: "

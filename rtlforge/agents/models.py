@@ -16,8 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from rtlforge.core.models import Candidate, Feedback, ValidationReport, Verdict
 
 __all__ = [
+    "ATTEMPT_FEEDBACK",
     "ROUTED_AGENTS",
     "AgentAction",
+    "Attempt",
     "Decision",
     "Focus",
     "IterationRecord",
@@ -145,6 +147,20 @@ class Decision(_Frozen):
     state: tuple[float, ...] | None = None  # the router's feature vector, when it computes one
 
 
+#: Feedback items an :class:`Attempt` keeps (the first ones, as the next prompt leads with them).
+ATTEMPT_FEEDBACK = 5
+
+
+class Attempt(_Frozen):
+    """An iteration whose kept candidate did not pass: the design and the first feedback it
+    got (what the next iteration was told), so the report can show what went wrong."""
+
+    iteration: int = Field(ge=0)
+    verdict: Verdict
+    candidate: Candidate
+    feedback: tuple[Feedback, ...] = ()
+
+
 class SolveResult(_Frozen):
     """The result of solving one task: a line of ``results.jsonl`` and of ``refine --json``."""
 
@@ -162,6 +178,9 @@ class SolveResult(_Frozen):
     candidate: Candidate | None = None  # the best candidate (the passing one when solved)
     report: ValidationReport | None = None  # its validation report
     error: str | None = None  # an infrastructure failure that stopped the task (verdict error)
+    #: Each failing iteration's kept candidate and feedback, in iteration order (results
+    #: written before this field was added have none).
+    attempts: tuple[Attempt, ...] = ()
     #: Whose testbench gave the verdict: the task's own, one the testbench agent wrote (the
     #: task had none), or none at all (lint and synthesis only).
     judge: Literal["real", "generated", "none"] = "real"

@@ -43,7 +43,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -56,7 +56,9 @@ from rtlforge.agents.feedback import (
 )
 from rtlforge.agents.knowledge.base import Hit, LeakageGuard, Retriever
 from rtlforge.agents.models import (
+    ATTEMPT_FEEDBACK,
     AgentAction,
+    Attempt,
     Decision,
     Focus,
     IterationRecord,
@@ -167,6 +169,7 @@ class _Run:
     trace: Trace
     records: list[IterationRecord]
     kept: list[Scored]
+    attempts: list[Attempt] = field(default_factory=list)  # the failing iterations' designs
     best: Scored | None = None
     solved_by: Tier | None = None
     order: int = 0
@@ -423,7 +426,8 @@ class Orchestrator:
             solved_by=run.solved_by if verdict is Verdict.PASS else None,
             trace=str(trace_path) if trace_path is not None else None, seconds=seconds,
             records=tuple(run.records), candidate=best.candidate if best else None,
-            report=best.report if best else None, error=error, judge=run.judge)
+            report=best.report if best else None, error=error, judge=run.judge,
+            attempts=tuple(run.attempts))
 
     def _solve(self, run: _Run) -> None:
         task, trace = run.task, run.trace
@@ -922,6 +926,9 @@ class Orchestrator:
             candidate_digest=top.candidate.digest(), cells=top.cells)
         run.records.append(record)
         if record.verdict is not Verdict.PASS:
+            run.attempts.append(Attempt(iteration=iteration, verdict=record.verdict,
+                                        candidate=top.candidate,
+                                        feedback=tuple(report.feedback[:ATTEMPT_FEEDBACK])))
             trend = error_trend(run.records)
             run.trace.emit(ThoughtKind.BOTTLENECK,
                            f"{record.error_category or record.verdict.value}"

@@ -1,10 +1,11 @@
 """The refine report: one self-contained ``report.html`` drawn from a run directory's records.
 
 The same kind of file as the eval and explore reports (their CSS, table and line-plot helpers:
-no scripts, no external assets, everything from tasks and generators escaped): pass@1, cost per
-solved problem and per tier, an iteration-by-verdict grid with the solved fraction against the
-iteration budget, a per-task table, and per task its iterations, router decisions, inline
-trace and final design.
+no scripts, no external assets, everything from tasks and generators escaped): pass@1 (first
+attempts) and the solve rate within the budget, cost per solved problem and per tier, an
+iteration-by-verdict grid with the solved fraction against the iteration budget, a per-task
+table, and per task its iterations, each failing iteration's design with its feedback, router
+decisions, inline trace and final design.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import quote
 from rtlforge.agents.models import SolveResult, Tier
 from rtlforge.agents.run import trace_path
 from rtlforge.agents.trace import ThoughtEvent, read_trace
+from rtlforge.core.models import Feedback, SourceFile
 from rtlforge.evaluation.report import _CSS, _esc, _fmt, _table, line_svg
 
 __all__ = ["MAX_TRACE_EVENTS", "render_refine_html", "write_refine_report"]
@@ -36,6 +38,7 @@ details.task{margin:6px 0;border:1px solid #e4e4e4;border-radius:3px;padding:0 6
 details.task>summary{cursor:pointer;padding:3px 0;font-weight:600}
 td.msg{font-family:monospace;font-size:12px;white-space:pre-wrap;max-width:560px}
 pre{background:#fcfcfc;padding:6px 8px;overflow:auto;max-height:420px;font-size:12px}
+.attempt .msg{max-width:none;margin:4px 8px}.attempt>p{margin:6px 8px 2px}
 """
 
 
@@ -64,12 +67,36 @@ def _trace_events(run_dir: Path, result: SolveResult) -> list[ThoughtEvent]:
     return []
 
 
+def _rate(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) else "–"
+
+
+def _headline(summary: Mapping[str, Any]) -> str:
+    """One sentence: first-attempt pass rate, what refinement added, and at what cost."""
+    judged = int(summary.get("tasks", 0)) - int(summary.get("infra_errors", 0))
+    if judged <= 0:
+        return ('<div class="callout"><p>No task was judged (every one ended in an '
+                "infrastructure error).</p></div>")
+    first, solved = int(summary.get("passed_first", 0)), int(summary.get("passed", 0))
+    budget = (summary.get("run") or {}).get("max_iterations")
+    within = f" within {_esc(budget)} iterations" if budget else " within the budget"
+    per = summary.get("llm_calls_per_solved")
+    cost = (f", {_fmt(per, 3)} LLM calls per solved task" if per is not None else "")
+    gain = solved - first
+    return (f'<div class="callout"><p><b>pass@1 {_rate(summary.get("pass_at_1"))}</b>: '
+            f"{first} of {judged} tasks passed their first attempt. <b>Solved "
+            f"{_rate(summary.get('solve_rate'))}</b>: {solved} of {judged}{within}"
+            + (f", {gain} of them thanks to refinement" if gain > 0 else "")
+            + f"{cost}.</p></div>")
+
+
 def _overview(summary: Mapping[str, Any]) -> str:
     p1 = summary.get("pass_at_1")
+    infra = " (infra errors left out)" if summary.get("infra_errors") else ""
     rows = [["tasks", _esc(summary.get("tasks", 0))],
             ["passed", _esc(summary.get("passed", 0))],
-            ["pass@1", _fmt(p1, 4) + (" (infra errors left out)" if summary.get("infra_errors")
-                                      else "")],
+            ["pass@1 (first attempt passed)", _fmt(p1, 4) + infra],
+            ["solved within the budget", _fmt(summary.get("solve_rate"), 4) + infra],
             ["infrastructure errors (not scored)", _esc(summary.get("infra_errors", 0))],
             ["verdicts", ", ".join(f"{_esc(k)} {_esc(v)}"
                                    for k, v in (summary.get("verdicts") or {}).items())],
@@ -79,7 +106,10 @@ def _overview(summary: Mapping[str, Any]) -> str:
             ["LLM calls per solved problem", _fmt(summary.get("llm_calls_per_solved"))],
             ["tokens per solved problem", _fmt(summary.get("tokens_per_solved"))],
             ["wall time (s)", _fmt(summary.get("seconds"))]]
-    return "<h2>Results</h2>" + _table(["", "value"], rows, {1})
+    return ("<h2>Results</h2>" + _table(["", "value"], rows, {1})
+            + "<p>pass@1: the fraction of tasks whose first iteration passed (with several "
+              "candidates per iteration, the best of the first iteration's); solved: the "
+              "fraction that passed within the iteration budget, after refinement.</p>")
 
 
 def _tiers(summary: Mapping[str, Any]) -> str:
@@ -108,7 +138,7 @@ def _iteration_view(results: Sequence[SolveResult], budget: int) -> str:
         (float(i), sum(1 for s in solved_at if s is not None and s <= i) / len(judged)
          if judged else None) for i in range(1, width + 1)]}
     plot = line_svg(series, {label: "#2ca02c"}, xlabel="iteration",
-                    ylabel="fraction solved (pass@1)", better="↑ higher is better")
+                    ylabel="fraction solved", better="↑ higher is better")
     rows = []
     for r in results:
         cells = []
@@ -122,6 +152,8 @@ def _iteration_view(results: Sequence[SolveResult], budget: int) -> str:
                 cells.append("")
         rows.append([_esc(r.task_id), *cells])
     return ("<h2>Iterations and verdicts</h2>" + f'<div class="plots">{plot}</div>'
+            + "<p>The fraction of tasks solved within <i>i</i> iterations; at iteration 1 it "
+              "is pass@1.</p>"
             + _table(["task", *(str(i) for i in range(1, width + 1))], rows))
 
 
@@ -197,15 +229,49 @@ def _trace_html(events: Sequence[ThoughtEvent], href: str) -> str:
         ["t (s)", "kind", "iter", "agent", "confidence", "message"], rows, {0, 4})
 
 
+def _code_text(files: Sequence[SourceFile]) -> str:
+    code = "\n".join(f"// {f.name}\n{f.content}" for f in files)
+    cut = "" if len(code) <= _MAX_SOURCE_CHARS else (
+        f"\n… cut after {_MAX_SOURCE_CHARS} of {len(code)} characters (results.jsonl has it)")
+    return f"<pre><code>{_esc(code[:_MAX_SOURCE_CHARS])}{_esc(cut)}</code></pre>"
+
+
+def _feedback_text(items: Sequence[Feedback]) -> str:
+    lines = []
+    for f in items:
+        where = f"{f.file}:{f.line} " if f.file and f.line else (f"{f.file} " if f.file else "")
+        lines.append(f"[{f.category}] {where}{_cut(f.message, 600)}"
+                     + (f"\n  hint: {_cut(f.hint, 300)}" if f.hint else ""))
+        lines += [f"  · {_cut(m.raw, 200)}" for m in f.mismatches[:3] if m.raw]
+    return "\n".join(lines)
+
+
+def _attempts_html(result: SolveResult) -> str:
+    """Each failing iteration's design, collapsed, with the feedback it got."""
+    if not result.attempts:
+        return ""
+    agents = {rec.iteration: rec for rec in result.records}
+    out = ["<h4>Failing iterations</h4>"]
+    for attempt in result.attempts:
+        rec = agents.get(attempt.iteration)
+        who = f" · {_esc(rec.agent)} ({_esc(rec.tier.value)})" if rec is not None else ""
+        first = " ".join(attempt.feedback[0].message.split()) if attempt.feedback else ""
+        head = (f"iteration {attempt.iteration + 1}{who} · {_verdict(attempt.verdict.value)}"
+                + (f" · {_esc(_cut(first, 120))}" if first else ""))
+        feedback = (f'<div class="msg">{_esc(_feedback_text(attempt.feedback))}</div>'
+                    if attempt.feedback else '<p class="note">no feedback recorded</p>')
+        out.append(f'<details class="circuit attempt"><summary>{head}</summary>'
+                   f"<p>Feedback it got (the next iteration's prompt carried it):</p>{feedback}"
+                   f"{_code_text(attempt.candidate.files)}</details>")
+    return "".join(out)
+
+
 def _candidate_html(result: SolveResult) -> str:
     if result.candidate is None:
         return ""
-    code = "\n".join(f"// {f.name}\n{f.content}" for f in result.candidate.files)
-    cut = "" if len(code) <= _MAX_SOURCE_CHARS else (
-        f"\n… cut after {_MAX_SOURCE_CHARS} of {len(code)} characters (results.jsonl has it)")
     label = "passing design" if result.passed else "best design"
     return (f'<details class="circuit"><summary>{label}</summary>'
-            f"<pre><code>{_esc(code[:_MAX_SOURCE_CHARS])}{_esc(cut)}</code></pre></details>")
+            f"{_code_text(result.candidate.files)}</details>")
 
 
 def _task_section(result: SolveResult, decisions: Sequence[Mapping[str, Any]],
@@ -219,9 +285,9 @@ def _task_section(result: SolveResult, decisions: Sequence[Mapping[str, Any]],
         text = "\n".join(f"[{f.category}] {f.message}" for f in result.report.feedback[:5])
         message = f'<div class="msg">{_esc(_cut(text, 1000))}</div>'
     return (f'<details class="task" id="task-{_esc(quote(result.task_id))}"><summary>{head}'
-            f"</summary>{error}{message}{_records_html(result)}{_decisions_html(decisions)}"
-            f"{_trace_html(events, _trace_href(result.task_id))}{_candidate_html(result)}"
-            "</details>")
+            f"</summary>{error}{message}{_records_html(result)}{_attempts_html(result)}"
+            f"{_decisions_html(decisions)}{_trace_html(events, _trace_href(result.task_id))}"
+            f"{_candidate_html(result)}</details>")
 
 
 def render_refine_html(summary: Mapping[str, Any], results: Sequence[SolveResult],
@@ -237,6 +303,7 @@ def render_refine_html(summary: Mapping[str, Any], results: Sequence[SolveResult
     out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
            f"<title>{_esc(title)}</title><style>{_CSS}{_EXTRA_CSS}</style></head><body>",
            f"<h1>{_esc(title)}</h1>"]
+    out.append(_headline(summary))
     run = dict(summary.get("run") or {})
     if generated:
         run["report generated"] = generated
@@ -248,9 +315,10 @@ def render_refine_html(summary: Mapping[str, Any], results: Sequence[SolveResult
     budget = int(run.get("max_iterations") or 0)
     out.append(_iteration_view(results, budget))
     out.append(_task_table(results))
-    out.append("<h2>Per task</h2><p>Each task's iterations, the router's decisions (agent, "
-               "focus, parameters, with the outcome), its reasoning trace and its final "
-               f"design. Tiers: {', '.join(t.value for t in Tier)}.</p>")
+    out.append("<h2>Per task</h2><p>Each task's iterations, every failing iteration's design "
+               "with the feedback it got, the router's decisions (agent, focus, parameters, "
+               "with the outcome), its reasoning trace and its final design. Tiers: "
+               f"{', '.join(t.value for t in Tier)}.</p>")
     for r in results:
         out.append(_task_section(r, by_task.get(r.task_id, []), traces.get(r.task_id, ())))
     out.append("</body></html>\n")

@@ -6,7 +6,7 @@ Layout (documented in docs/refine.md)::
     RUN_DIR/results.jsonl     one SolveResult (model_dump_json) per finished task
     RUN_DIR/traces/ID.jsonl   each task's thought events (written by the orchestrator)
     RUN_DIR/decisions.jsonl   every router decision with its outcome (written by the orchestrator)
-    RUN_DIR/summary.json      pass@1 and cost, per tier (rewritten at the end of each run)
+    RUN_DIR/summary.json      pass@1, solve rate and cost, per tier (rewritten at each run's end)
     RUN_DIR/report.html       the same, drawn (rtlforge.agents.report)
 
 Results only mean something under the settings that made them, so a directory is reused only
@@ -33,8 +33,8 @@ from rtlforge.core.untrusted import load_json
 from rtlforge.explore.settings import RunSettingsMismatch, differences, redact
 
 __all__ = ["RUN_FILES", "SETTINGS_VERSION", "RefineRun", "RunSettingsMismatch",
-           "UnsafeRunDirError", "refine_settings", "summarise_results", "task_digest",
-           "trace_path"]
+           "UnsafeRunDirError", "first_attempt_passed", "refine_settings", "summarise_results",
+           "task_digest", "trace_path"]
 
 log = get_logger("rtlforge.agents.run")
 
@@ -320,19 +320,30 @@ def _per(total: int, solved: int) -> float | None:
     return total / solved if solved else None
 
 
-def summarise_results(results: Sequence[SolveResult]) -> dict[str, Any]:
-    """pass@1 and cost of a set of task results, overall and per tier.
+def first_attempt_passed(result: SolveResult) -> bool:
+    """Whether the task's first iteration passed (its only candidate, or the best of the
+    first iteration's candidates); a result without iteration records counts its verdict."""
+    if result.records:
+        return result.records[0].verdict is Verdict.PASS
+    return result.passed
 
-    pass@1 is the fraction of tasks solved, with infrastructure errors left out of the
-    denominator and counted apart (as ``rtlforge eval`` does): they say nothing about the
-    design. Cost per solved problem is everything spent (all tasks, failed ones included)
-    divided by the number solved, the paper's cost figure. Per tier: how many tasks each tier
-    solved and the calls, tokens and iterations spent in it.
+
+def summarise_results(results: Sequence[SolveResult]) -> dict[str, Any]:
+    """pass@1, the solve rate and cost of a set of task results, overall and per tier.
+
+    ``pass_at_1`` is the fraction of tasks whose *first* iteration passed; ``solve_rate`` the
+    fraction solved within the iteration budget (after refinement). Both leave infrastructure
+    errors out of the denominator and count them apart (as ``rtlforge eval`` does): they say
+    nothing about the design. Cost per solved problem is everything spent (all tasks, failed
+    ones included) divided by the number solved, the paper's cost figure. Per tier: how many
+    tasks each tier solved and the calls, tokens and iterations spent in it.
     """
     verdicts = Counter(r.verdict.value for r in results)
     infra = verdicts.get(Verdict.INFRA_ERROR.value, 0)
     judged = len(results) - infra
     solved = sum(r.passed for r in results)
+    first = sum(first_attempt_passed(r) for r in results
+                if r.verdict is not Verdict.INFRA_ERROR)
     calls = sum(r.llm_calls for r in results)
     tokens = sum(r.tokens for r in results)
     tiers: dict[str, dict[str, Any]] = {
@@ -350,7 +361,9 @@ def summarise_results(results: Sequence[SolveResult]) -> dict[str, Any]:
         cell["tokens_per_solved"] = _per(cell["tokens"], cell["solved"])
     return {
         "tasks": len(results), "passed": solved, "infra_errors": infra,
-        "pass_at_1": solved / judged if judged else None,
+        "passed_first": first,
+        "pass_at_1": first / judged if judged else None,
+        "solve_rate": solved / judged if judged else None,
         "verdicts": dict(sorted(verdicts.items())),
         "iterations": sum(r.iterations for r in results),
         "llm_calls": calls, "tokens": tokens,

@@ -42,7 +42,7 @@ from rtlforge.behave.sim.stimulus import (
 from rtlforge.behave.sim.task import BehaveTask
 from rtlforge.core.errors import RtlforgeError, is_infra
 from rtlforge.core.interfaces import PPAResult
-from rtlforge.core.models import Candidate
+from rtlforge.core.models import Candidate, SourceFile
 from rtlforge.pareto.hypervolume import non_dominated
 
 if TYPE_CHECKING:
@@ -97,6 +97,8 @@ class AreaTimePoint(_Frozen):
     critical_path_ns: float | None = None
     slack_ns: float | None = None  # 1/f0 - critical path
     cells: int | None = None
+    #: The design's source files as measured (untrusted text: the report escapes it).
+    sources: tuple[SourceFile, ...] = ()
 
     @property
     def on_front(self) -> bool:
@@ -245,7 +247,8 @@ def explore_area_time(task: BehaveTask, designs: Sequence[NamedDesign], *, freq_
             cycles=m.cycles, time_ns=m.cycles * period_ns if m.cycles is not None else None,
             area_um2=m.ppa.area_um2 if m.ppa is not None else None, critical_path_ns=crit,
             slack_ns=period_ns - crit if crit is not None else None,
-            cells=m.ppa.cells if m.ppa is not None else None))
+            cells=m.ppa.cells if m.ppa is not None else None,
+            sources=tuple(m.design.candidate.files)))
     eligible = [i for i, p in enumerate(points) if p.status == "dominated"]
     if eligible:
         # both minimised: negate for the maximising non-dominance test
@@ -311,7 +314,8 @@ def _svg(result: AreaTimeResult) -> str:
         return top + ph - (y - y0) / (y1 - y0) * ph
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="12" role="img" aria-label="area-time plot">',
+           f'viewBox="0 0 {width} {height}" style="max-width:100%;height:auto" '
+           'font-family="sans-serif" font-size="12" role="img" aria-label="area-time plot">',
            f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fafafa" '
            'stroke="#888"/>']
     for x in xt:
@@ -377,20 +381,84 @@ def _cell(value: Any, fmt: str = "{}") -> str:
     return "—" if value is None else html.escape(fmt.format(value))
 
 
+#: Why a status keeps a candidate off the front, in words.
+_WHY_OUT = {"fails_b_star": "fails B*", "incomplete_workload": "does not complete W",
+            "misses_timing": "misses timing at f0", "unmeasured": "no PPA",
+            "infra_error": "not measured: infrastructure error"}
+#: Characters of one candidate's source shown in the report (area_time.json has all of it).
+MAX_SOURCE_CHARS = 12_000
+
+
+def _takeaway(result: AreaTimeResult) -> str:
+    """The answer at a glance: which architecture to build for speed, which for area, and
+    what each costs against the other; then what was left out and why."""
+    front = result.front  # fastest first
+    esc = html.escape
+    if not front:
+        lines = ["<b>No candidate is on the front</b>: none passes B*, completes W and meets "
+                 f"timing at {result.freq_mhz:g} MHz."]
+    elif len(front) == 1:
+        only = front[0]
+        lines = [f"<b>Build {esc(only.name)}</b>: the only architecture on the front, "
+                 f"τ_W {only.time_ns:.1f} ns, {only.area_um2:.1f} µm²; no other valid one is "
+                 "as small and as fast."]
+    else:
+        fast, small = front[0], front[-1]
+        saved = 1 - small.area_um2 / fast.area_um2  # type: ignore[operator]
+        slower = small.time_ns / fast.time_ns  # type: ignore[operator]
+        lines = [f"<b>Fastest: {esc(fast.name)}</b> (τ_W {fast.time_ns:.1f} ns, "
+                 f"{fast.area_um2:.1f} µm²). <b>Smallest: {esc(small.name)}</b> "
+                 f"({small.area_um2:.1f} µm², {saved:.0%} less area for {slower:.1f}× the "
+                 "workload time)."]
+        if len(front) > 2:
+            lines.append("Between them on the front: " + ", ".join(
+                f"{esc(p.name)} ({p.time_ns:.1f} ns, {p.area_um2:.1f} µm²)" for p in front[1:-1])
+                + ".")
+    out = [p for p in result.candidates if p.status not in ("front", "dominated")]
+    if out:
+        lines.append("Not eligible: " + "; ".join(
+            f"{esc(p.name)} ({_WHY_OUT.get(p.status, esc(p.status))})" for p in out) + ".")
+    dominated = [p for p in result.candidates if p.status == "dominated"]
+    if dominated:
+        lines.append("Dominated: " + ", ".join(esc(p.name) for p in dominated) + ".")
+    return '<div class="takeaway">' + "".join(f"<p>{x}</p>" for x in lines) + "</div>"
+
+
+def _sources(result: AreaTimeResult) -> str:
+    """Each candidate's source, collapsed and escaped whole (markup in it shows as text)."""
+    out = []
+    for n, p in enumerate(result.candidates, 1):
+        if not p.sources:
+            continue
+        code = "\n".join(f"// {f.name}\n{f.content}" for f in p.sources)
+        cut = "" if len(code) <= MAX_SOURCE_CHARS else (
+            f"\n… cut after {MAX_SOURCE_CHARS} of {len(code)} characters (area_time.json has "
+            "it all)")
+        out.append(f'<details class="src" id="src-{n}"><summary><b>{html.escape(p.name)}</b> · '
+                   f"{html.escape(', '.join(p.files))} · {html.escape(p.status)}</summary>"
+                   f"<pre><code>{html.escape(code[:MAX_SOURCE_CHARS])}{html.escape(cut)}"
+                   "</code></pre></details>")
+    return ("<h3>Circuit sources</h3>" + "".join(out)) if out else ""
+
+
 def render_report(result: AreaTimeResult) -> str:
-    """A self-contained HTML page: the plot, the measurements, and why each point is out."""
+    """A self-contained HTML page: which architecture to build and why, the plot, the
+    measurements, why each point is out, and each candidate's source (escaped)."""
     def per_txn(p: AreaTimePoint) -> float | None:
         return p.cycles / result.workload.transactions if p.cycles is not None else None
 
     rows = []
+    index = {id(p): n for n, p in enumerate(result.candidates, 1)}
     order = sorted(result.candidates, key=lambda p: (p.status != "front",
                                                       p.status != "dominated", p.name))
     for p in order:
         colour = _STYLE.get(p.status, ("", "#666666", ""))[1]
+        files = html.escape(", ".join(p.files))
+        if p.sources:
+            files = f'<a href="#src-{index[id(p)]}">{files}</a>'
         rows.append(
             "<tr>"
-            f"<td><b>{html.escape(p.name)}</b><br><small>{html.escape(', '.join(p.files))}"
-            "</small></td>"
+            f"<td><b>{html.escape(p.name)}</b><br><small>{files}</small></td>"
             f'<td style="color:{colour};font-weight:bold">{html.escape(p.status)}</td>'
             f"<td>{_cell(p.check_verdict)}</td>"
             f"<td class=n>{_cell(p.cycles)}</td>"
@@ -418,6 +486,13 @@ th {{ background: #f0f0f0; }}
 td.n, td.neg {{ text-align: right; font-variant-numeric: tabular-nums; }}
 td.neg {{ color: #c62828; font-weight: bold; }}
 p.note {{ font-size: 13px; color: #444; }}
+.takeaway {{ background: #eef6ff; border-left: 4px solid #1f6feb; padding: 6px 12px;
+  margin: 12px 0; font-size: 15px; }}
+.takeaway p {{ margin: 4px 0; }}
+details.src {{ margin: 4px 0; border: 1px solid #e4e4e4; border-radius: 3px; }}
+details.src > summary {{ cursor: pointer; padding: 3px 8px; background: #fafafa; }}
+details.src pre {{ margin: 0; padding: 6px 10px; overflow: auto; max-height: 480px;
+  font-size: 12px; }}
 </style></head><body>
 <h2>Area-time front: task <code>{html.escape(result.task)}</code>, f0 = {result.freq_mhz:g} MHz
 (period {result.period_ns:.3f} ns)</h2>
@@ -428,6 +503,7 @@ model on {html.escape(check)}. Area and critical path (worst register-to-registe
 arrival): yosys mapping + OpenSTA on <b>{html.escape(result.liberty)}</b>, clock constrained to
 the period; slack = period − critical path. A candidate is on the front when it passes B*,
 completes W and meets timing, and no other such candidate is at least as small and as fast.</p>
+{_takeaway(result)}
 {_svg(result)}
 <table>
 <tr><th>candidate</th><th>status</th><th>B*</th><th>N_W (cycles)</th><th>cycles per
@@ -436,6 +512,7 @@ transaction</th><th>τ_W (ns)</th>
 <th>why not on the front</th></tr>
 {chr(10).join(rows)}
 </table>
+{_sources(result)}
 </body></html>
 """
 

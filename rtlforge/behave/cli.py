@@ -486,7 +486,9 @@ def area_time(designs: tuple[Path, ...], design_sets: tuple[str, ...], task_dir:
         estimator.close()
     page = write_report(result, report_dir) if report_dir is not None else None
     if as_json:
-        click.echo(json.dumps({**result.model_dump(mode="json"),
+        # the sources are in area_time.json; stdout names the files
+        click.echo(json.dumps({**result.model_dump(
+                                   mode="json", exclude={"candidates": {"__all__": {"sources"}}}),
                                "front": [p.name for p in result.front],
                                "report": str(page) if page else None}))
     else:

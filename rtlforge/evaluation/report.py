@@ -23,10 +23,21 @@ from typing import Any
 import numpy as np
 
 from rtlforge.evaluation.evaluate import DetailedEval, PPAMeasure, SampleDetail
+from rtlforge.evaluation.findings import (
+    OBJECTIVES,
+    SIGNIFICANT_DIGITS,
+    TIGHT_SPREAD,
+    PPAGroup,
+    TaskFindings,
+    find,
+    relative,
+    same_value,
+)
 from rtlforge.pareto.hypervolume import non_dominated
 
-__all__ = ["GOLDEN_WIDEN", "MAX_CIRCUITS_PER_TASK", "MIN_CI_CELLS", "OBJECTIVE_PAIRS",
-           "environment", "line_svg", "render_html", "scatter_svg", "summarise", "write_report"]
+__all__ = ["GOLDEN_WIDEN", "MAX_CIRCUITS_PER_TASK", "MIN_AXIS_SPAN", "MIN_CI_CELLS",
+           "OBJECTIVE_PAIRS", "environment", "line_svg", "render_html", "scatter_svg",
+           "summarise", "write_report"]
 
 #: (x, y) raw PPA axes plotted per task; every objective is minimised on these axes.
 OBJECTIVE_PAIRS: tuple[tuple[str, str], ...] = (
@@ -49,6 +60,9 @@ MIN_CI_CELLS = 10
 #: The golden is drawn inside a scatter plot when that widens an axis to at most this many
 #: times the circuits' spread; farther away it is pinned to the edge with an arrow.
 GOLDEN_WIDEN = 4.0
+#: A scatter axis spans at least this fraction of its largest value: circuits 0.5 % apart are
+#: drawn close together, not at the two ends of the frame.
+MIN_AXIS_SPAN = 0.03
 
 
 def _esc(value: object) -> str:
@@ -155,7 +169,13 @@ def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def _range(values: Sequence[float]) -> tuple[float, float]:
+    """An axis over ``values``, at least :data:`MIN_AXIS_SPAN` of their magnitude wide (so a
+    sub-percent difference is drawn small, not blown up to the whole frame), padded 8 %."""
     lo, hi = min(values), max(values)
+    floor = MIN_AXIS_SPAN * max(abs(lo), abs(hi))
+    if hi - lo < floor:
+        mid = (lo + hi) / 2
+        lo, hi = mid - floor / 2, mid + floor / 2
     if hi - lo <= abs(hi) * 1e-12:
         pad = abs(hi) * 0.1 or 1.0
         return lo - pad, hi + pad
@@ -168,13 +188,13 @@ def _legend_svg(x: float, y: float, entries: Sequence[tuple[str, str]], width: f
     """Legend rows at (x, y): ``entries`` are (marker SVG at the origin, escaped label).
 
     Returns the SVG and the height it took, wrapping to a new row when ``width`` is full."""
-    parts, cx, cy, row = ['<g class="legend">'], x, y, 14
+    parts, cx, cy, row = ['<g class="legend">'], x, y, 16
     for marker, label in entries:
-        need = 18 + 6.2 * len(html.unescape(label)) + 10
+        need = 18 + 6.6 * len(html.unescape(label)) + 10
         if cx > x and cx + need > x + width:
             cx, cy = x, cy + row
         parts.append(f'<g transform="translate({cx + 5:.1f} {cy:.1f})">{marker}</g>'
-                     f'<text x="{cx + 14:.1f}" y="{cy + 3.5:.1f}" class="tick">{label}</text>')
+                     f'<text x="{cx + 14:.1f}" y="{cy + 4:.1f}" class="tick">{label}</text>')
         cx += need
     parts.append("</g>")
     return "".join(parts), cy - y + row
@@ -193,7 +213,9 @@ def _axis_range(values: Sequence[float], golden: float | None) -> tuple[float, f
         lo, hi = _range([golden] if golden is not None else [0.0])
         return lo, hi, golden is not None
     lo, hi = min(values), max(values)
-    spread = hi - lo if hi - lo > abs(hi) * 1e-12 else (abs(hi) * 0.2 or 1.0)
+    spread = max(hi - lo, MIN_AXIS_SPAN * max(abs(lo), abs(hi)))
+    if spread <= abs(hi) * 1e-12:
+        spread = abs(hi) * 0.2 or 1.0
     inside = golden is not None and (max(hi, golden) - min(lo, golden)) <= GOLDEN_WIDEN * spread
     lo, hi = _range([*values, *([golden] if inside and golden is not None else [])])
     return lo, hi, inside
@@ -201,7 +223,7 @@ def _axis_range(values: Sequence[float], golden: float | None) -> tuple[float, f
 
 def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mapping[str, str], *,
                 xlabel: str, ylabel: str, golden: tuple[float, float] | None = None,
-                width: int = 340, height: int = 250) -> str:
+                width: int = 420, height: int = 300) -> str:
     """One scatter plot; ``points`` are ``(x, y, method, tooltip)``, both axes minimised.
 
     Circles carry class ``pt`` (``pt front`` on the non-dominated front of all methods
@@ -210,8 +232,14 @@ def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mappin
     golden far outside them is pinned to the frame's edge (class ``golden off``) with an
     arrow towards it and its value, instead of squeezing the circuits into a corner.
     A legend (the methods present, golden, front) and "lower is better" are in the plot.
+
+    Circuits whose values agree to :data:`~rtlforge.evaluation.findings.SIGNIFICANT_DIGITS`
+    significant digits share one position (each keeps its own circle and tooltip;
+    several methods there sit on a small ring around it) and a ``×N`` badge (class ``count``)
+    says how many are there, so identical designs, also those equal to the golden, are never
+    hidden. An axis spans at least :data:`MIN_AXIS_SPAN` of its values' magnitude.
     """
-    left, right, top, bottom = 58, 10, 18, 40
+    left, right, top, bottom = 62, 18, 20, 44
     methods = list(dict.fromkeys(p[2] for p in points))
     entries = [(f'<circle r="4" fill="{colours.get(m, "#444")}"/>', _esc(m)) for m in methods]
     if golden is not None:
@@ -244,15 +272,15 @@ def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mappin
     for t in _ticks(x0, x1):
         parts.append(f'<line x1="{sx(t):.1f}" y1="{top + ph}" x2="{sx(t):.1f}" '
                      f'y2="{top + ph + 4}" class="axis"/>'
-                     f'<text x="{sx(t):.1f}" y="{top + ph + 15}" text-anchor="middle" '
-                     f'class="tick">{_fmt(t, 3)}</text>')
+                     f'<text x="{sx(t):.1f}" y="{top + ph + 16}" text-anchor="middle" '
+                     f'class="tick">{_fmt(t, 4)}</text>')
     for t in _ticks(y0, y1):
         parts.append(f'<line x1="{left - 4}" y1="{sy(t):.1f}" x2="{left}" y2="{sy(t):.1f}" '
-                     f'class="axis"/><text x="{left - 6}" y="{sy(t) + 3:.1f}" '
-                     f'text-anchor="end" class="tick">{_fmt(t, 3)}</text>')
-    parts.append(f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle" '
+                     f'class="axis"/><text x="{left - 6}" y="{sy(t) + 4:.1f}" '
+                     f'text-anchor="end" class="tick">{_fmt(t, 4)}</text>')
+    parts.append(f'<text x="{left + pw / 2}" y="{height - 8}" text-anchor="middle" '
                  f'class="label">{_esc(xlabel)}</text>'
-                 f'<text transform="translate(12 {top + ph / 2}) rotate(-90)" '
+                 f'<text transform="translate(13 {top + ph / 2}) rotate(-90)" '
                  f'text-anchor="middle" class="label">{_esc(ylabel)}</text>')
     front = np.zeros(len(points), dtype=bool)
     if points:
@@ -262,10 +290,28 @@ def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mappin
         for (_, ya), (xb, yb) in pairwise(stairs):
             path.append(f"L{sx(xb):.1f},{sy(ya):.1f}L{sx(xb):.1f},{sy(yb):.1f}")
         parts.append(f'<path d="{"".join(path)}" class="stairs"/>')
-    for (x, y, method, tip), on_front in zip(points, front, strict=True):
-        cls = "pt front" if on_front else "pt"
-        parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" class="{cls}" '
-                     f'fill="{colours.get(method, "#444")}"><title>{_esc(tip)}</title></circle>')
+    stacks: dict[tuple[float, float], list[int]] = {}
+    for i, (x, y, _, _) in enumerate(points):
+        stacks.setdefault((same_value(x), same_value(y)), []).append(i)
+    badges = []
+    for members in stacks.values():
+        x, y = points[members[0]][0], points[members[0]][1]
+        on_front = any(front[i] for i in members)  # duplicates of a front point are on it too
+        ring = list(dict.fromkeys(points[i][2] for i in members))
+        for i in members:
+            method, tip = points[i][2], points[i][3]
+            dx = dy = 0.0
+            if len(ring) > 1:  # one position per method around the shared point
+                angle = 2 * math.pi * ring.index(method) / len(ring) - math.pi / 2
+                dx, dy = 5 * math.cos(angle), 5 * math.sin(angle)
+            cls = "pt front" if on_front else "pt"
+            parts.append(f'<circle cx="{sx(x) + dx:.1f}" cy="{sy(y) + dy:.1f}" r="4" '
+                         f'class="{cls}" fill="{colours.get(method, "#444")}">'
+                         f"<title>{_esc(tip)}</title></circle>")
+        if len(members) > 1:
+            badges.append(f'<text x="{sx(x) + 8:.1f}" y="{sy(y) - 7:.1f}" class="count">'
+                          f"×{len(members)}<title>{len(members)} circuits measure the same "
+                          "here</title></text>")
     if golden is not None:
         tip = f"golden: {_fmt(golden[0])}, {_fmt(golden[1])}"
         gx = sx(golden[0]) if gx_in else (left + pw if golden[0] > x1 else left)
@@ -288,6 +334,7 @@ def scatter_svg(points: Sequence[tuple[float, float, str, str]], colours: Mappin
             parts.append(f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" '
                          f'class="gold-label">golden off scale ({_fmt(golden[0], 3)}, '
                          f"{_fmt(golden[1], 3)})</text>")
+    parts.extend(badges)  # over the golden: a golden with equal circuits shows their count
     parts.append(f'<g transform="translate(0 {height + 2})">{legend}</g>')
     parts.append("</svg>")
     return "".join(parts)
@@ -371,24 +418,31 @@ def line_svg(series: Mapping[str, Sequence[tuple[float, float | None]]],
 # --------------------------------------------------------------------------------------------
 
 _CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1320px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}
 h3{font-size:16px;margin:24px 0 4px}
 table{border-collapse:collapse;margin:6px 0 12px}td,th{border:1px solid #ddd;padding:2px 6px;
 text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}
-.plots{display:flex;flex-wrap:wrap;gap:8px}.frame{fill:#fff;stroke:#999}
-.axis{stroke:#999}.tick{font-size:9px;fill:#555}.label{font-size:11px;fill:#222}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}
+.plots>svg{width:100%;height:auto}.frame{fill:#fff;stroke:#999}
+.axis{stroke:#999}.tick{font-size:11px;fill:#444}.label{font-size:12.5px;fill:#222}
 .note{font-size:12px;fill:#888}.stairs{fill:none;stroke:#000;stroke-width:1;stroke-dasharray:3 2}
 .pt{stroke:#fff;stroke-width:1;opacity:.85}.pt.front{stroke:#000;stroke-width:2;opacity:1}
-.golden,.lg-golden{fill:#ffd700;stroke:#000}.legend span{display:inline-block;margin-right:14px}
+.golden,.lg-golden{fill:#ffd700;fill-opacity:.45;stroke:#7a5c00;stroke-width:1.5}
+.legend span{display:inline-block;margin-right:14px}
+.count{font-size:12px;font-weight:700;fill:#000;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .sw{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
 .pass{color:#176317}.fail,.error{color:#a31515}.timeout,.infra_error{color:#8a6d00}
 .msg{font-family:monospace;font-size:12px;white-space:pre-wrap;max-width:420px}
 .golden.off{stroke-width:1.5}.golden-arrow{stroke:#b8860b;stroke-width:2}
-.gold-label{font-size:9px;fill:#7a5c00}.better{font-size:10px;fill:#555;font-style:italic}
+.gold-label{font-size:11px;fill:#7a5c00}.better{font-size:11px;fill:#555;font-style:italic}
 .lg-front{stroke:#000;stroke-width:2}.grid{stroke:#eee}
 .series{fill:none;stroke-width:2}.lp{stroke:#fff;stroke-width:1}
 .warn{background:#fff4ce;border-left:4px solid #e0a800;padding:4px 8px}
+.callout{background:#eef6ff;border-left:4px solid #1f6feb;padding:6px 10px;margin:8px 0}
+.callout p{margin:4px 0}.callout ul{margin:4px 0;padding-left:20px}
+.collapse{background:#fff4ce;border-left:4px solid #e0a800;padding:6px 10px;margin:8px 0}
+.better-v{color:#176317}.worse-v{color:#a31515}
 details.circuit{margin:2px 0;border:1px solid #e4e4e4;border-radius:3px}
 details.circuit>summary{cursor:pointer;padding:2px 6px;background:#fafafa;font-size:13px}
 details.circuit pre{margin:0;padding:6px 8px;overflow:auto;max-height:420px;font-size:12px;
@@ -494,6 +548,8 @@ def _task_section(task_id: str, details: Sequence[SampleDetail], golden: PPAMeas
         if mine:
             rows.append([_esc(m), str(sum(mine.values())), *(str(mine[v]) for v in verdicts)])
     out.append(_table(["method", "samples", *verdicts], rows, set(range(1, 7))))
+    findings = find(details, golden)
+    out.append(_best_html(findings) + _collapse_html(findings))
     measured = [d for d in details if d.passed and d.ppa is not None and d.ppa.ok]
     if measured:
         out.append('<div class="plots">')
@@ -507,6 +563,7 @@ def _task_section(task_id: str, details: Sequence[SampleDetail], golden: PPAMeas
             out.append(scatter_svg(pts, colours, xlabel=f"{xa} ({_UNITS[xa]})",
                                    ylabel=f"{ya} ({_UNITS[ya]})", golden=gold))
         out.append("</div>")
+        out.append(_groups_html(findings))
     rows = []
     for d in sorted(details, key=lambda d: (d.method, d.trial, d.iteration, d.index)):
         ppa = d.ppa
@@ -527,6 +584,149 @@ def _task_section(task_id: str, details: Sequence[SampleDetail], golden: PPAMeas
                       rows, {1, 2, 4, 5, 6, 7, 8}))
     out.append(_circuits_html(details))
     return "".join(out)
+
+
+
+# --------------------------------------------------------------------------------------------
+# findings: the best design, synthesis collapse, identical measurements
+# --------------------------------------------------------------------------------------------
+
+#: Circuits named per measurement in the grouping table and the notes (the rest are counted).
+_MAX_NAMED = 6
+
+
+def _label(d: SampleDetail) -> str:
+    return f"{_esc(d.method)} · trial {d.trial} · iteration {d.iteration}"
+
+
+def _labels(group: PPAGroup, limit: int = _MAX_NAMED) -> str:
+    named = [_label(d) for d in group.members[:limit]]
+    rest = len(group.members) - len(named)
+    return "; ".join(named) + (f"; and {rest} more" if rest > 0 else "")
+
+
+def _pct(value: float | None) -> str:
+    """A signed percentage, green when lower (better), red when higher."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    pct = value * 100
+    if abs(pct) < 0.05:
+        return "±0 %"
+    cls = "better-v" if pct < 0 else "worse-v"
+    text = f"{pct:+.1f} %".replace("-", "−")
+    return f'<span class="{cls}">{text}</span>'
+
+
+def _ppa_text(group: PPAGroup) -> str:
+    return (f"power {_fmt(group.power)} mW, delay {_fmt(group.delay)} ns, "
+            f"area {_fmt(group.area)} µm²")
+
+
+def _versus(group: PPAGroup, reference: PPAGroup | PPAMeasure) -> str:
+    return ", ".join(f"{o} {_pct(relative(group.value(o), float(getattr(reference, o))))}"
+                     for o in OBJECTIVES)
+
+
+def _golden_relation(group: PPAGroup, golden: PPAMeasure) -> str:
+    diffs = [group.value(o) - float(getattr(golden, o)) for o in OBJECTIVES]
+    if group.golden_equal:
+        return "the same PPA as the golden"
+    if all(d <= 0 for d in diffs):
+        return "dominates the golden (no worse on any objective)"
+    if all(d >= 0 for d in diffs):
+        return "dominated by the golden"
+    return "trades with the golden (better on some objectives, worse on others)"
+
+
+def _spread_text(findings: TaskFindings) -> str:
+    parts = []
+    for o in OBJECTIVES:
+        v = findings.spread.get(o)
+        if v is None or not math.isfinite(v):
+            continue
+        if v < TIGHT_SPREAD:
+            parts.append(f"{o} all within {v * 100:.2g} %")
+        else:
+            parts.append(f"{o} {v * 100:.1f} %")
+    return ", ".join(parts)
+
+
+def _best_html(findings: TaskFindings) -> str:
+    """The callout: which design is best, its PPA against the golden, and why."""
+    best = findings.best
+    if best is None:
+        return ""
+    g = best.group
+    same = (f" (and {len(g.members) - 1} more circuit{'s' if len(g.members) > 2 else ''} "
+            "with the same PPA)" if len(g.members) > 1 else "")
+    out = ['<div class="callout">',
+           f"<p><b>Best design: {_label(g.members[0])}</b>{same}: {_ppa_text(g)}.</p>"]
+    gold = findings.golden
+    if gold is not None:
+        out.append(f"<p>Against the golden: {_versus(g, gold)}; "
+                   f"{_golden_relation(g, gold)}.</p>")
+    reference = "the golden" if best.against == "golden" else "the front's best value of each"
+    lowest = (", and the lowest " + " and ".join(best.lowest) + " of all") if best.lowest else ""
+    if len(findings.groups) == 1:
+        why = (f"all {findings.measured} passing circuits measure the same PPA" if
+               findings.measured > 1 else "it is the only passing circuit with PPA")
+    elif best.dominates_all:
+        why = ("it dominates every other passing design: none is better on power, delay or "
+               "area")
+    else:
+        why = (f"the front holds {len(findings.front)} distinct measurements that trade "
+               "against each other; this one has the lowest geometric mean of power, delay and "
+               f"area relative to {reference} ({best.score:.3f}×){lowest}")
+    out.append(f"<p>Why: {why}.</p>")
+    others = [f for f in findings.front if f is not g]
+    if others:
+        out.append("<p>What the rest of the front trades against it:</p><ul>" + "".join(
+            f"<li>{_labels(f, 2)}: {_versus(f, g)}</li>" for f in others) + "</ul>")
+    spread = _spread_text(findings)
+    if spread and len(findings.groups) > 1:
+        out.append(f"<p>Spread over the {findings.measured} passing circuits "
+                   f"(max − min, relative to min): {spread}.</p>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def _collapse_html(findings: TaskFindings) -> str:
+    """A note for every measurement that several distinct designs share."""
+    notes = []
+    for g in findings.collapsed:
+        gold = ", the golden's too" if g.golden_equal else ""
+        notes.append(
+            "<p><b>Same metrics from different RTL.</b> "
+            f"Synthesis mapped {g.sources} different designs to the same netlist "
+            f"metrics ({_ppa_text(g)}{gold}, to {SIGNIFICANT_DIGITS} significant digits); "
+            f"the {len(g.members)} circuits: {_labels(g)}. Their RTL differs, but after "
+            "mapping on this liberty they measure alike, so they are one point of the front, "
+            "not several.</p>")
+    return f'<div class="collapse">{"".join(notes)}</div>' if notes else ""
+
+
+def _groups_html(findings: TaskFindings) -> str:
+    """The passing circuits grouped by identical PPA (one row per plotted position)."""
+    if not findings.groups:
+        return ""
+    gold = findings.golden
+    best = findings.best.group if findings.best is not None else None
+    rows = []
+    for n, g in enumerate(findings.groups, 1):
+        mark = ("★ best" if g is best else "front") if g.on_front else "dominated"
+        vs = ([_pct(relative(g.value(o), float(getattr(gold, o)))) for o in OBJECTIVES]
+              if gold is not None else ["–"] * 3)
+        rows.append([str(n), _fmt(g.power), _fmt(g.delay), _fmt(g.area), *vs,
+                     str(len(g.members)), str(g.sources) + (" · collapsed" if g.collapsed else ""),
+                     mark + (" · = golden" if g.golden_equal else ""), _labels(g)])
+    return ("<h4>Distinct measurements</h4>" + _table(
+        ["#", "power (mW)", "delay (ns)", "area (µm²)", "power vs golden", "delay vs golden",
+         "area vs golden", "circuits", "distinct designs", "front", "which"], rows,
+        set(range(0, 9))) + "<p>Passing circuits with the same power, delay and area "
+        f"(to {SIGNIFICANT_DIGITS} significant digits, as shown) are one row and one plotted "
+        "position (its ×N badge). "
+        "Distinct designs: their sources differ beyond comments and whitespace; "
+        "<i>collapsed</i>: synthesis gave different designs the same metrics.</p>")
 
 
 def _shown_circuits(details: Sequence[SampleDetail]) -> list[SampleDetail]:
@@ -654,10 +854,12 @@ def render_html(summary: Mapping[str, Any], details: Sequence[SampleDetail],
             ["method", "file", "task", "how"],
             [[_esc(f.get("method")), _esc(f.get("path")), _esc(f.get("task_id")),
               _esc(f.get("how"))] for f in aliased]))
-    out.append("<h2>Tasks</h2><p>Scatter axes span the measured circuits; the golden joins "
-               f"them when that widens an axis at most {GOLDEN_WIDEN:g}-fold, otherwise it is "
-               "pinned to the plot's edge with an arrow and its value. Every circuit's source "
-               f"is under <i>Circuits</i> (at most {MAX_CIRCUITS_PER_TASK} per task).</p>")
+    out.append("<h2>Tasks</h2><p>Scatter axes span the measured circuits, at least "
+               f"{MIN_AXIS_SPAN:.0%} of the values (small differences look small); the golden "
+               f"joins them when that widens an axis at most {GOLDEN_WIDEN:g}-fold, otherwise "
+               "it is pinned to the plot's edge with an arrow and its value. Circuits with the "
+               "same values share a position marked ×N. Every circuit's source is under "
+               f"<i>Circuits</i> (at most {MAX_CIRCUITS_PER_TASK} per task).</p>")
     by_task: dict[str, list[SampleDetail]] = {}
     for d in details:
         by_task.setdefault(d.task_id, []).append(d)

@@ -7,6 +7,7 @@ where the real one does), so what is checked is the command's own behaviour.
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 import types
@@ -168,7 +169,8 @@ def test_json_lines_per_task_and_exit_1_when_one_fails(tmp_path: Path) -> None:
 def test_all_passing_exits_0_and_prints_a_table(tmp_path: Path) -> None:
     result = _refine(tmp_path)
     assert result.exit_code == 0, result.output
-    assert "pass@1 1.0000 (3/3)" in result.stdout
+    assert "pass@1 1.0000 (3/3 passed their first attempt); solved 1.0000 (3/3 within 5 " \
+           "iterations)" in " ".join(result.stdout.split())
     assert "mux4" in result.stdout and "report:" in result.stdout
 
 
@@ -278,9 +280,19 @@ def test_real_loop_with_a_scripted_generator_end_to_end(tmp_path: Path) -> None:
     events = [json.loads(x) for x in Path(line["trace"]).read_text().splitlines()]
     assert [e["kind"] for e in events if e["kind"] == "validation"] == ["validation"] * 2
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["pass_at_1"] == 1.0 and summary["llm_calls_per_solved"] == 2.0
+    # the first attempt failed and the second passed: pass@1 0, solved 1
+    assert summary["pass_at_1"] == 0.0 and summary["solve_rate"] == 1.0
+    assert summary["llm_calls_per_solved"] == 2.0
     stored = json.loads((tmp_path / "run" / "results.jsonl").read_text())
     assert stored["candidate"]["files"][0]["content"].strip() == MUX_RIGHT.strip()
+    # the failing first design and its feedback are kept, and the report shows them
+    (attempt,) = stored["attempts"]
+    assert attempt["iteration"] == 0 and attempt["verdict"] == "fail"
+    assert attempt["candidate"]["files"][0]["content"].strip() == MUX_WRONG.strip()
+    assert attempt["feedback"][0]["category"] == "sim_mismatch"
+    page = (tmp_path / "run" / "report.html").read_text()
+    shown = page[page.index("<h4>Failing iterations</h4>"):]
+    assert html.escape(MUX_WRONG.strip().splitlines()[-2].strip()) in shown
     again = runner.invoke(cli, ["refine", "--tasks", str(TASKS), *args])
     assert again.exit_code == 0 and _lines(again) == [line]
 

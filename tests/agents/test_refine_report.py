@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rtlforge.agents.models import (
     AgentAction,
+    Attempt,
     Decision,
     IterationRecord,
     RouterContext,
@@ -63,7 +64,13 @@ def test_report_shows_pass_at_1_cost_tiers_tasks_and_decisions() -> None:
     page = render_refine_html(summary, results,
                               [_decision(0, "fast", "heuristic: first"),
                                _decision(1, "debug", "heuristic: errors")])
-    assert _cells(page, "pass@1") == ["0.5"]  # 1 of 2 tasks
+    # neither task passed its first iteration; mux<4> passed its second: solved 1 of 2
+    assert _cells(page, "pass@1 (first attempt passed)") == ["0"]
+    assert _cells(page, "solved within the budget") == ["0.5"]
+    headline = re.search(r'<div class="callout">(.*?)</div>', page, re.S)
+    assert headline is not None and re.sub(r"<[^>]+>", "", headline.group(1)) == (
+        "pass@1 0.000: 0 of 2 tasks passed their first attempt. Solved 0.500: 1 of 2 within 3 "
+        "iterations, 1 of them thanks to refinement, 3 LLM calls per solved task.")
     assert _cells(page, "LLM calls per solved problem") == ["3"]  # 3 calls, 1 solved
     assert _cells(page, "router")[:3] == ["1", "2", "2"]  # solved, iterations, calls
     assert _cells(page, "specialist")[:3] == ["0", "1", "1"]
@@ -117,3 +124,41 @@ def test_a_failed_task_shows_its_validation_feedback_escaped() -> None:
     page = render_refine_html(summarise_results([failed]), [failed], [])
     assert "[sim_mismatch] Mismatches: 3 in 10 samples &lt;/details&gt;" in page
     assert "<script" not in page
+
+
+def _with_attempt() -> SolveResult:
+    """mux<4> as the orchestrator records it: its failing first iteration's design and feedback
+    kept, the second iteration's design the passing one."""
+    from rtlforge.core.models import Feedback, Mismatch
+
+    wrong = make_candidate(f"module m; assign y = a; // wrong {EVIL}\nendmodule\n")
+    feedback = Feedback(category="sim_mismatch", message=f"Mismatches: 4 in 4 samples {EVIL}",
+                        hint=f"compare the failing cases {EVIL}",
+                        mismatches=(Mismatch(signal="y", raw=f"mismatch: y=1 expected 0 {EVIL}"),))
+    return _results()[0].model_copy(update={"attempts": (Attempt(
+        iteration=0, verdict=Verdict.FAIL, candidate=wrong, feedback=(feedback,)),)})
+
+
+def test_a_failing_iteration_shows_its_design_and_feedback_escaped() -> None:
+    result = _with_attempt()
+    page = render_refine_html(summarise_results([result]), [result], [])
+    block = re.search(r'<details class="circuit attempt"><summary>(.*?)</summary>(.*?)</details>',
+                      page, re.S)
+    assert block is not None
+    head, body = block.groups()
+    assert head.startswith("iteration 1 · fast (router) · ") and ">fail<" in head
+    assert "Mismatches: 4 in 4 samples &lt;/details&gt;" in head  # the first message
+    # the design that failed (not the final one), then what it was told
+    assert "assign y = a; // wrong &lt;/details&gt;&lt;script&gt;" in body
+    assert "[sim_mismatch] Mismatches: 4 in 4 samples &lt;/details&gt;" in body
+    assert "hint: compare the failing cases &lt;/details&gt;" in body
+    assert "  · mismatch: y=1 expected 0 &lt;/details&gt;" in body
+    assert "<script" not in page
+    # one open and one close per details element: the payloads closed nothing
+    assert page.count("<details") == page.count("</details>")
+
+
+def test_results_without_attempts_show_no_failing_iterations() -> None:
+    results = _results()  # as stored before attempts were recorded
+    page = render_refine_html(summarise_results(results), results, [])
+    assert "Failing iterations" not in page

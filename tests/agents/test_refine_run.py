@@ -1,4 +1,5 @@
-"""The refine run directory: pass@1 and cost per tier, the settings check, resuming."""
+"""The refine run directory: pass@1, the solve rate and cost per tier, the settings check,
+resuming."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def test_summary_pass_at_1_excludes_infra_and_costs_per_solved_and_tier() -> Non
     s = summarise_results(_results())
     # 2 of the 3 judged tasks passed; the infra error is counted apart
     assert (s["tasks"], s["passed"], s["infra_errors"]) == (4, 2, 1)
-    assert s["pass_at_1"] == pytest.approx(2 / 3)
+    assert s["solve_rate"] == pytest.approx(2 / 3)
+    # only a's first iteration passed (b failed first and passed at its second): pass@1 1/3
+    assert s["passed_first"] == 1 and s["pass_at_1"] == pytest.approx(1 / 3)
     # everything spent (5 calls, 750 tokens; the failed task's too) over 2 solved
     assert (s["llm_calls"], s["tokens"]) == (5, 750)
     assert s["llm_calls_per_solved"] == pytest.approx(2.5)
@@ -71,6 +74,21 @@ def test_summary_pass_at_1_excludes_infra_and_costs_per_solved_and_tier() -> Non
 def test_summary_of_only_infra_errors_has_no_pass_at_1() -> None:
     s = summarise_results([_result("d", [], Verdict.INFRA_ERROR)])
     assert s["pass_at_1"] is None and s["llm_calls_per_solved"] is None
+    assert s["solve_rate"] is None and s["passed_first"] == 0
+
+
+def test_pass_at_1_counts_first_attempts_not_tasks_solved_in_the_end() -> None:
+    """Every task fails its first attempt and is then fixed: solved 1, pass@1 0."""
+    results = [_result(t, [_rec(0, Tier.ROUTER, "fast", Verdict.FAIL),
+                           _rec(1, Tier.ROUTER, "debug", Verdict.PASS)], Verdict.PASS,
+                       Tier.ROUTER) for t in ("a", "b", "c")]
+    s = summarise_results(results)
+    assert (s["solve_rate"], s["pass_at_1"], s["passed_first"]) == (1.0, 0.0, 0)
+    # a first attempt that passed and an optimisation round that failed later: still a pass
+    again = _result("a", [_rec(0, Tier.ROUTER, "fast", Verdict.PASS),
+                          _rec(1, Tier.ROUTER, "optimize", Verdict.FAIL)], Verdict.PASS,
+                    Tier.ROUTER)
+    assert summarise_results([again])["pass_at_1"] == 1.0
 
 
 def _settings(**over: object) -> dict[str, object]:
@@ -158,7 +176,8 @@ def test_write_summary_writes_summary_and_report(tmp_path: Path) -> None:
     run.prepare()
     summary, report = run.write_summary(_results())
     on_disk = json.loads((tmp_path / "summary.json").read_text())
-    assert on_disk["pass_at_1"] == pytest.approx(2 / 3) == summary["pass_at_1"]
+    assert on_disk["pass_at_1"] == pytest.approx(1 / 3) == summary["pass_at_1"]
+    assert on_disk["solve_rate"] == pytest.approx(2 / 3) == summary["solve_rate"]
     assert on_disk["run"]["generator"] == "scripted"
     assert report == tmp_path / "report.html" and report.stat().st_size > 0
 

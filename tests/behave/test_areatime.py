@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from rtlforge.behave.areatime import (
+    AreaTimePoint,
+    AreaTimeResult,
     NamedDesign,
     Workload,
     explore_area_time,
@@ -21,7 +24,7 @@ from rtlforge.behave.sim.stimulus import StimulusConfig
 from rtlforge.behave.sim.task import load_behave_task
 from rtlforge.core.errors import SandboxError
 from rtlforge.core.interfaces import PPAResult
-from rtlforge.core.models import Candidate
+from rtlforge.core.models import Candidate, SourceFile
 from rtlforge.plugins.estimators.ppa import PPAError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -194,6 +197,82 @@ def test_cli_json_and_report(tmp_path: Path) -> None:
     assert code == 0 and data["liberty"] == "generic" and data["period_ns"] == 5.0
     by = {c["name"]: c for c in data["candidates"]}
     assert by["split"]["files"] == ["top.v", "adder.v"] and by["split"]["cycles"] == 17
+    assert "sources" not in by["split"]  # stdout names the files; area_time.json has them
     assert by["golden"]["cycles"] == 17 and data["front"]
     page = (tmp_path / "report" / "index.html").read_text()
     assert "<svg" in page and "split" in page and (tmp_path / "report" / "area_time.json").is_file()
+    assert "module add10(input [9:0] a" in page  # the split design's helper, in its source
+
+
+# ------------------------------------------------------------------------------ the report
+
+PAYLOAD = "</code></pre></details><script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def _point(name: str, status: str, cycles: int | None, area: float | None,
+           source: str, file: str | None = None) -> AreaTimePoint:
+    file = file or f"{name}.v"
+    return AreaTimePoint(
+        name=name, files=(file,), status=status,  # type: ignore[arg-type]
+        check_verdict="pass" if status != "fails_b_star" else "fail", cycles=cycles,
+        time_ns=cycles * 4.0 if cycles is not None else None, area_um2=area,
+        critical_path_ns=2.0, slack_ns=2.0, cells=10,
+        sources=(SourceFile(name=file, content=source),))
+
+
+def _result(points: list[AreaTimePoint]) -> AreaTimeResult:
+    return AreaTimeResult(task="rv_accum", freq_mhz=250.0, period_ns=4.0, workload=Workload(),
+                          check=SMALL, liberty="generic", candidates=tuple(points))
+
+
+def test_report_says_which_to_build_and_shows_each_source() -> None:
+    # fast: 9 cycles (36 ns), 300 um2; slow: 14 cycles (56 ns), 100 um2; both on the front
+    result = _result([
+        _point("fast", "front", 9, 300.0, "module rv_accum; // fast one\nendmodule\n"),
+        _point("slow", "front", 14, 100.0, "module rv_accum; // slow one\nendmodule\n"),
+        _point("big", "dominated", 14, 350.0, "module rv_accum; // big\nendmodule\n"),
+        _point("wrong", "fails_b_star", 9, 90.0, "module rv_accum; // wrong\nendmodule\n")])
+    page = render_report(result)
+    takeaway = page[page.index('<div class="takeaway">'):]
+    takeaway = re.sub(r"<[^>]+>", "", takeaway[:takeaway.index("</div>")])
+    # 1 - 100/300 = 67 % less area; 56/36 = 1.6x the time
+    assert "Fastest: fast (τ_W 36.0 ns, 300.0 µm²)" in takeaway
+    assert "Smallest: slow (100.0 µm², 67% less area for 1.6× the workload time)" in takeaway
+    assert "Not eligible: wrong (fails B*)" in takeaway and "Dominated: big." in takeaway
+    # every candidate's source, collapsed, reached from its file name in the table
+    blocks = re.findall(r'<details class="src" id="src-(\d)"><summary>(.*?)</summary>', page)
+    assert [(n, re.sub(r"<[^>]+>", "", s)) for n, s in blocks] == [
+        ("1", "fast · fast.v · front"), ("2", "slow · slow.v · front"),
+        ("3", "big · big.v · dominated"), ("4", "wrong · wrong.v · fails_b_star")]
+    assert '<a href="#src-2">slow.v</a>' in page and "// slow one" in page
+
+
+def test_a_single_front_point_is_the_one_to_build() -> None:
+    page = render_report(_result([_point("only", "front", 9, 300.0, "module m; endmodule")]))
+    assert "<b>Build only</b>: the only architecture on the front" in page
+
+
+def test_report_sources_and_names_with_markup_render_inert() -> None:
+    """Attack: a candidate's name (free text; file names are checked plain) and its source
+    carry markup; all of it is text, in the takeaway, the table and the source blocks."""
+    bad = _point(f"x{PAYLOAD}", "front", 9, 300.0, f"module m; // {PAYLOAD}\nendmodule\n",
+                 file="x.v")
+    page = render_report(_result([bad, _point(f"y{PAYLOAD}", "fails_b_star", 9, 1.0, PAYLOAD,
+                                              file="y.v")]))
+    assert "<script" not in page and "<img" not in page
+    assert page.count("<details") == page.count("</details>") == 2
+    # each name in the takeaway, the plot, the table and the summary; each source once
+    assert page.count("&lt;/code&gt;&lt;/pre&gt;&lt;/details&gt;&lt;script&gt;") >= 8
+    assert "onerror=alert(2)&gt;" in page and " onerror=" not in page.replace(
+        "onerror=alert(2)&gt;", "")
+
+
+def test_cli_json_leaves_the_sources_to_area_time_json(tmp_path: Path) -> None:
+    result = _result([_point("only", "front", 9, 300.0, "module m; endmodule")])
+    from rtlforge.behave.areatime import write_report
+
+    write_report(result, tmp_path)
+    stored = json.loads((tmp_path / "area_time.json").read_text())
+    assert stored["candidates"][0]["sources"] == [
+        {"name": "only.v", "content": "module m; endmodule"}]
+    assert AreaTimeResult.model_validate(stored) == result  # re-renders from the file

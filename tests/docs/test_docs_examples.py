@@ -270,7 +270,7 @@ def test_command_lists_task_ports() -> None:
                                       "--json"], obj=host)
     assert result.exit_code == 0, result.output
     ports = json.loads(result.output)
-    assert len(ports) == 15
+    assert len(ports) == 16  # the bundled suite (examples/tasks)
     # examples/tasks/add8_carry/task.toml declares a, b (8 bits), cin, sum (8), cout.
     assert ports["add8_carry"] == ["input a[8]", "input b[8]", "input cin[1]", "output sum[8]",
                                    "output cout[1]"]

@@ -290,7 +290,7 @@ def test_eval_report_on_bundled_suite_with_ppa(tmp_path: Path) -> None:
     assert method["samples"] == len(lines) and method["passed"] == passing
     assert method["measured"] == passing  # every passing circuit of the suite synthesises
     assert all(g["error"] is None and g["area"] > 0 for g in summary["golden_ppa"].values())
-    assert len(summary["golden_ppa"]) == summary["tasks"] == 15
+    assert len(summary["golden_ppa"]) == summary["tasks"] == 16
     m = summary["metrics"]["methods"]["suite-samples"]
     assert m["rhv"]["1"] == pytest.approx(1.0) and m["win_rate"]["1"] == pytest.approx(1.0)
     assert 1.0 <= m["diversity"] <= 2.0

@@ -71,6 +71,7 @@ def spec_task(spec: str, ports: tuple[str, ...] = ()) -> Task:
 
 # Read off each spec.md: its reset's style and polarity, and the families it names.
 BUNDLED = {
+    "add32": (),
     "add8_carry": (),
     "cmp8s": ("signed-arithmetic",),  # "comparator for two's-complement signed" numbers
     "counter8_en": ("reset-async-active-low",),
