@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from rtlforge.core.extract import extract_verilog
 from rtlforge.core.models import Candidate
 from rtlforge.core.plugins import PluginHost
 from rtlforge.evaluation.evaluate import PPAMeasure, SampleDetail
 from rtlforge.evaluation.findings import find
-from rtlforge.generation.extract import extract_verilog
 from rtlforge.sandbox.runner import SandboxRunner
 
 ROOT = Path(__file__).resolve().parents[2]
