@@ -63,10 +63,13 @@ class EvalProtocol(BaseModel):
     method: MethodProtocol
 
 
+#: Section 5.3 (temperature, trials, iterations, checkpoints, the whole history) and Appendix C
+#: (the prompts; its history lists "the circuits obtained so far and their PPA values", so the
+#: circuits that passed, each with its PPA: "passing-only").
 PAPER = EvalProtocol(
     name="paper", trials=30, iterations=10, checkpoints=(1, 5, 10),
-    method=MethodProtocol(temperature=0.5, samples=1, history="all", history_limit=None,
-                          template="paper"))
+    method=MethodProtocol(temperature=0.5, samples=1, history="passing-only",
+                          history_limit=None, template="paper"))
 
 PRESETS: dict[str, EvalProtocol] = {"paper": PAPER}
 

@@ -20,7 +20,7 @@ from rtlforge.evaluation.protocol import (
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "examples" / "tasks"
-PAPER_METHOD = {"temperature": 0.5, "samples": 1, "history": "all", "history_limit": None,
+PAPER_METHOD = {"temperature": 0.5, "samples": 1, "history": "passing-only", "history_limit": None,
                 "template": "paper"}
 
 

@@ -96,14 +96,14 @@ def buffer_task(tid: str = "buf") -> Task:
 
 
 def assert_full_history(prompt: str, iteration: int) -> None:
-    """Iteration ``iteration``'s prompt shows every earlier circuit, failing ones included."""
+    """Iteration ``iteration``'s prompt shows every earlier circuit obtained (the passing ones,
+    each with its PPA: Appendix C's "previous circuit i" items), nothing truncated."""
+    passed = [k for k in range(1, iteration) if k not in FAILING]
     shown = [int(k) for k in re.findall(r"// iteration (\d+)", prompt)]
-    assert shown == list(range(1, iteration)), shown
-    assert prompt.count("### Circuit ") == iteration - 1
-    assert f"### Circuit {iteration - 1}\n" in prompt and f"### Circuit {iteration}\n" not in prompt
-    failed = [k for k in FAILING if k < iteration]
-    assert prompt.count("No PPA. Verification result: fail") == len(failed)
-    assert prompt.count("Passed. PPA: power = ") == iteration - 1 - len(failed)
+    assert shown == passed, shown
+    assert prompt.count("### previous circuit ") == len(passed)
+    assert f"### previous circuit {len(passed)}\n" in prompt
+    assert prompt.count("- PPA: power = ") == len(passed) and "Verification result" not in prompt
     assert not re.search(r"\bof (5|10)\b", prompt)  # no "circuit k of N"
 
 
@@ -116,7 +116,7 @@ def test_paper_constants_are_the_papers_protocol() -> None:
     assert (PAPER.trials, PAPER.iterations, PAPER.checkpoints) == (30, 10, (1, 5, 10))
     m = PAPER.method
     assert (m.temperature, m.samples, m.history, m.history_limit, m.template) == (
-        0.5, 1, "all", None, "paper")
+        0.5, 1, "passing-only", None, "paper")  # Appendix C: circuits obtained, with PPA
 
 
 def test_paper_preset_runs_the_protocol_exactly(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_paper_preset_runs_the_protocol_exactly(tmp_path: Path) -> None:
     assert protocol["paper_protocol"] is True and protocol["deviations"] == {}
     assert protocol["preset"] == "paper" and protocol["overridden"] == []
     assert protocol["effective"]["methods"]["paper"] == {
-        "temperature": 0.5, "samples": 1, "history": "all", "history_limit": None,
+        "temperature": 0.5, "samples": 1, "history": "passing-only", "history_limit": None,
         "template": "paper"}
     assert result.summary["run"]["protocol"] == "paper protocol (--preset paper)"
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -160,18 +160,20 @@ def test_overrides_win_and_the_run_says_it_is_custom(tmp_path: Path) -> None:
     assert protocol["overridden"] == ["iterations", "methods.m.history_limit",
                                       "methods.m.template", "trials"]
     assert protocol["deviations"]["trials"] == {"paper": 30, "run": 2}
-    assert method.sampling.temperature == 0.5 and method.history == "all"
+    assert method.sampling.temperature == 0.5 and method.history == "passing-only"
 
 
 def test_without_a_preset_the_record_still_compares_with_the_paper(tmp_path: Path) -> None:
     """Today's API defaults follow the paper where nothing argues against it (temperature 0.5,
-    history all, no limit); trials stay 1 and the template `pareto` (docs/explore.md)."""
+    no history limit); trials stay 1, the template `pareto` and the history `all` (failing
+    circuits shown with their verdict), each for a reason docs/explore.md gives."""
     explorer = Explorer([buffer_task()], [Method(name="m", generator=Scripted())],
                         run_dir=tmp_path / "run", pipeline=Pipeline([MarkerValidator()]),
                         estimator=MarkerPPA())
     protocol = explorer.protocol()
     assert protocol["preset"] is None and "overridden" not in protocol
-    assert sorted(protocol["deviations"]) == ["methods.m.template", "trials"]
+    assert sorted(protocol["deviations"]) == ["methods.m.history", "methods.m.template",
+                                              "trials"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,9 +229,10 @@ def test_cli_dry_run_shows_the_full_paper_protocol(tmp_path: Path, fake_cli: Non
     assert protocol["paper_protocol"] is True and protocol["overridden"] == []
     assert protocol["effective"]["trials"] == 30 and protocol["effective"]["iterations"] == 10
     assert protocol["effective"]["methods"]["replay"] == {
-        "temperature": 0.5, "samples": 1, "history": "all", "history_limit": None,
+        "temperature": 0.5, "samples": 1, "history": "passing-only", "history_limit": None,
         "template": "paper"}
-    assert "None yet." in out["prompts"][0]["prompt"] and "note:" not in err
+    assert "## Circuit history\nNo previous circuit." in out["prompts"][0]["prompt"]
+    assert "note:" not in err
 
 
 def test_cli_tiny_paper_run_records_the_protocol_and_the_full_history(
@@ -247,9 +250,9 @@ def test_cli_tiny_paper_run_records_the_protocol_and_the_full_history(
     assert protocol["deviations"] == {"trials": {"paper": 30, "run": 2}}
     method = protocol["effective"]["methods"]["replay"]
     assert (method["temperature"], method["history"], method["history_limit"]) == (
-        0.5, "all", None)
+        0.5, "passing-only", None)
     assert out["run"]["protocol"].startswith("custom (--preset paper)")
-    # the prompt iteration 10 was sent: all 9 earlier circuits, the failing ones included
+    # the prompt iteration 10 was sent: every earlier circuit obtained, with its PPA
     store = ExploreStore.open(run / "archive.sqlite", PluginHost())
     try:
         for trial in (1, 2):

@@ -150,18 +150,35 @@ def _paper_history() -> list[HistoryEntry]:
     ]
 
 
-def test_paper_template_renders_pass_with_ppa_and_failure_with_verdict() -> None:
+#: Appendix C of the Pareto paper as ../shared/papers/pareto-appendix-c.md quotes it, word
+#: spaces restored by hand: C.1 from "the reasoning process" on, C.2 and C.3 (oracle: the paper).
+C1_TAIL = (
+    "the reasoning process in the mind and then provides the user with the answer. The "
+    "reasoning process and answer are enclosed within <think> </think> and <answer> </answer> "
+    "tags, respectively.\nNow the user asks you to write verilog code as shown in <Spec>. "
+    "After thinking, enclose the final verilog code in ```verilog ``` within <answer> </answer> "
+    "tags. Note that circuits satisfying the same specification have already been obtained, "
+    "and you need to derive a Pareto-optimal solution with different PPA values from those "
+    "circuits. The circuits obtained so far and their PPA values are listed below in "
+    "<# Circuit history>.")
+
+
+def test_paper_template_is_appendix_c() -> None:
     paper = load_template("paper")
     assert "paper" in available_templates() and paper.uses_history and paper.system
-    text = paper.render_history(_paper_history())
+    assert paper.system.endswith(C1_TAIL)
+    first = paper.request(TASK, iteration=1, iterations=10)
+    assert first.prompt == "Build an incrementer `inc`.\n\n## Circuit history\nNo previous circuit."
+    passed = [e for e in _paper_history() if e.verdict == "pass"]
+    text = paper.render_history(passed + passed)
     assert text == (
-        "### Circuit 1\n```verilog\n" + SRC + "\n```\n"
-        "Passed. PPA: power = 0.00254 mW, delay = 0.4183 ns, area = 60.8 um^2\n\n"
-        "### Circuit 2\n```verilog\n" + SRC.replace("+ 1", "- 1") + "\n```\n"
-        "No PPA. Verification result: fail: Mismatches: 3")
-    prompt = paper.request(TASK, _paper_history(), iteration=3, iterations=10).prompt
-    assert prompt.startswith("## Specification\n\nBuild an incrementer `inc`.")
-    assert "## Earlier circuits\n\n### Circuit 1\n" in prompt and "named `inc`" in prompt
+        "### previous circuit 1\n```verilog\n" + SRC + "\n```\n"
+        "- PPA: power = 0.00254 mW, delay = 0.4183 ns, area = 60.8 um^2\n"
+        "### previous circuit 2\n```verilog\n" + SRC + "\n```\n"
+        "- PPA: power = 0.00254 mW, delay = 0.4183 ns, area = 60.8 um^2")
+    later = paper.request(TASK, passed, iteration=3, iterations=10).prompt
+    assert later.startswith("Build an incrementer `inc`.\n\n## Circuit history\n"
+                            "### previous circuit 1\n```verilog\n")
 
 
 def test_paper_template_has_no_iteration_count_so_training_and_evaluation_agree() -> None:
@@ -173,14 +190,14 @@ def test_paper_template_has_no_iteration_count_so_training_and_evaluation_agree(
     c = paper.request(TASK, _paper_history(), iteration=7, iterations=10)
     assert a.prompt == b.prompt == c.prompt and a.system == b.system == c.system
     assert " of 5" not in a.prompt and " of 10" not in b.prompt
-    assert "None yet." in paper.request(TASK, iteration=1, iterations=10).prompt
+    assert "No previous circuit." in paper.request(TASK, iteration=1, iterations=10).prompt
 
 
-def test_paper_template_says_its_wording_is_ours() -> None:
+def test_paper_template_marks_what_is_reconstructed() -> None:
     from importlib import resources
 
     text = (resources.files("rtlforge.generation") / "templates" / "paper.toml").read_text()
-    assert "THE WORDING IS OURS, NOT THE PAPER'S" in text and "Appendix C" in text
+    assert "Appendix C" in text and text.count("RECONSTRUCTED:") == 2
 
 
 def test_own_template_with_the_exact_text_loads_by_path(tmp_path: Path) -> None:
