@@ -14,35 +14,41 @@ from __future__ import annotations
 import contextlib
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
 from rtlforge.core.errors import PluginOptionsError, RtlforgeError
-from rtlforge.core.models import SourceFile, Task, Verdict
-from rtlforge.core.options import public_options, validate_options
-from rtlforge.core.untrusted import load_json
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from rtlforge.core.interfaces import Generator, PPAEstimator
+    from rtlforge.core.models import SourceFile, Task, Verdict
     from rtlforge.core.options import PluginSpec
     from rtlforge.core.plugins import PluginHost
 
+# Only what every command needs is imported here (click, the error classes): the ``rtlforge``
+# group imports this module for --help too, so pydantic and the models load inside the helpers.
+
 #: Exit codes of every command, plugin commands included (see the module docstring).
 EXIT_OK, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+_HOST_FACTORY = "rtlforge.host_factory"
 
 
 def command_host(ctx: click.Context | None = None) -> PluginHost:
     """The plugin host of this command line invocation: the root context's ``obj``.
 
-    The ``rtlforge`` group makes one per invocation (its allow/block lists then hold for every
-    command, and plugins load once); ``CliRunner().invoke(cli, args, obj=host)`` passes one in.
-    A plugin's command also gets it as ``register_commands``'s ``host``. Outside any click
-    context it is a fresh :meth:`PluginHost.default`.
+    Made when a command first asks, once per invocation (its allow/block lists then hold for
+    every command, and plugins load once), by the factory the ``rtlforge`` group set with
+    :func:`set_host_factory` (one that imports each plugin when it is used, from the plugin
+    manifest; :meth:`PluginHost.default` when ``RTLFORGE_PLUGIN_CACHE=off``), else
+    :meth:`PluginHost.default`; ``CliRunner().invoke(cli, args, obj=host)`` passes one in. A
+    plugin's command also gets it as ``register_commands``'s ``host``. Outside any click context
+    it is a fresh :meth:`PluginHost.default`.
     """
     from rtlforge.core.plugins import PluginHost
 
@@ -51,8 +57,14 @@ def command_host(ctx: click.Context | None = None) -> PluginHost:
         return PluginHost.default()
     root = ctx.find_root()
     if not isinstance(root.obj, PluginHost):
-        root.obj = PluginHost.default()
+        make: Callable[[], PluginHost] = root.meta.get(_HOST_FACTORY, PluginHost.default)
+        root.obj = make()
     return root.obj
+
+
+def set_host_factory(ctx: click.Context, make: Callable[[], PluginHost]) -> None:
+    """How :func:`command_host` makes this invocation's host, unless one was passed in."""
+    ctx.find_root().meta[_HOST_FACTORY] = make
 
 
 #: How every command selects plugins (documented in docs/plugins.md).
@@ -175,6 +187,8 @@ def positive_ints(text: str, flag: str) -> list[int]:
 
 
 def exit_code(verdict: Verdict) -> int:
+    from rtlforge.core.models import Verdict
+
     if verdict is Verdict.PASS:
         return EXIT_OK
     if verdict is Verdict.INFRA_ERROR:
@@ -260,6 +274,9 @@ def coerce_option_strings(model: type[BaseModel], raw: dict[str, Any], *,
     whose type does not take text (``extra_body={"a": 1}``) and for untyped ones. Unknown
     options and values that do not fit are a :class:`PluginOptionsError` naming them.
     """
+    from rtlforge.core.options import public_options, validate_options
+    from rtlforge.core.untrusted import load_json
+
     public = public_options(model)
     decoded: dict[str, Any] = {}
     for name, value in raw.items():

@@ -7,6 +7,8 @@ here too keeps them when rtlforge is only on the path (a checkout on PYTHONPATH,
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,3 +28,14 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _plugin_manifests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI's plugin manifests (rtlforge.cli.manifest) go to a folder of this session, not
+    the user's cache: tests install plugins on temporary paths, each path a manifest of its own.
+    A folder (or ``off``) given in the environment is kept."""
+    with pytest.MonkeyPatch.context() as patch:
+        if "RTLFORGE_PLUGIN_CACHE" not in os.environ:
+            patch.setenv("RTLFORGE_PLUGIN_CACHE", str(tmp_path_factory.mktemp("manifests")))
+        yield

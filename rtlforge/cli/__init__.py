@@ -1,17 +1,17 @@
 """The ``rtlforge`` command line: the only place that configures logging or draws progress.
 
-It sits above every technique: one module per built-in command (:mod:`.validate`, :mod:`.evaluate`,
-:mod:`.plugins`, :mod:`.doctor`), the group in :mod:`.root`, and plugins add theirs through
-``register_commands(cli, host)``. What commands share (exit codes, plugin selection, task
-loading) is in :mod:`rtlforge.cmdline`, so nothing below the CLI imports it. Exit codes: 0 pass,
-1 the design did not pass, 2 usage or input error, 3 infrastructure error.
+It sits above every technique: one module per built-in command (:mod:`.validate`,
+:mod:`.evaluate`, :mod:`.plugins`, :mod:`.doctor`, :mod:`.examples`, each imported only when its
+command runs), the group in :mod:`.root`, the plugin manifest in :mod:`.manifest`, and plugins
+add theirs through ``register_commands(cli, host)``. What commands share (exit codes, plugin
+selection, task loading) is in :mod:`rtlforge.cmdline`, so nothing below the CLI imports it. Exit
+codes: 0 pass, 1 the design did not pass, 2 usage or input error, 3 infrastructure error.
 """
 
 from __future__ import annotations
 
 import signal
 
-from rtlforge.cli import doctor, evaluate, examples, plugins, validate  # noqa: F401 - built-ins
 from rtlforge.cli.root import cli
 
 __all__ = ["cli", "main"]

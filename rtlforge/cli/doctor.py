@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rtlforge.cli.root import cli
 from rtlforge.cmdline import EXIT_INFRA, EXIT_OK, command_host
 from rtlforge.core.errors import RtlforgeError
 from rtlforge.core.models import ToolSpec
@@ -67,7 +66,7 @@ def _tool_state(runner: SandboxRunner | None, ws: Path | None, spec: ToolSpec) -
     return f"fails in the jail ({info.path}): {out[:300] or 'no output'}"
 
 
-@cli.command()
+@click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(as_json: bool) -> None:
     """Check that tool runs are isolated and which EDA tools are present.

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rtlforge.cli.root import cli
 from rtlforge.cmdline import (
     EXIT_INFRA,
     PLUGIN_OPTION_HELP,
@@ -67,7 +66,7 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
     return pairs, label
 
 
-@cli.command(name="eval")
+@click.command(name="eval")
 @click.argument("samples_path", metavar="[SAMPLES.jsonl]", required=False,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--tasks", "tasks_dir", required=True,

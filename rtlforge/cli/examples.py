@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from rtlforge.cli.root import cli
 
-
-@cli.command()
+@click.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 def examples(directory: Path) -> None:
     """Copy the bundled examples (tasks, samples, recorded explorations, training configs) to

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rtlforge.cli.root import cli
 from rtlforge.cmdline import (
     PLUGIN_OPTION_HELP,
     SIMULATOR_HELP,
@@ -88,7 +87,7 @@ def _print_report(report: ValidationReport) -> None:
             click.echo(f"  hint: {fb.hint}")
 
 
-@cli.command()
+@click.command()
 @click.argument("designs", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--testbench", type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -15,7 +15,12 @@ so a cluster worker can build an equivalent one.
 
 Pass the host explicitly to whatever builds plugins. Scripts that have none use
 :meth:`PluginHost.default`, a fresh host from the installed entry points on each call (there is
-no cached global host); the CLI shares one per invocation (``rtlforge.cli.current_host``).
+no cached global host); the CLI shares one per invocation (``rtlforge.cmdline.command_host``).
+
+A host given ``known`` entry points (:class:`KnownPlugin`: the hooks each implements, the
+specifications and kinds it adds, as the CLI's manifest records them, ``rtlforge.cli.manifest``)
+imports a plugin only when it is used: a kind it declares or registers into is asked for, another
+plugin needs its hook specifications, or everything is (``registry``, ``describe``, ``failures``).
 
 Environment controls (read when the host is created):
 
@@ -26,7 +31,9 @@ Environment controls (read when the host is created):
 from __future__ import annotations
 
 import difflib
+import importlib
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -68,6 +75,32 @@ class PluginInfo:
     registers: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
     kinds: list[str] = field(default_factory=list)  # plugin kinds this plugin declares
+
+
+@dataclass(frozen=True)
+class KnownPlugin:
+    """An entry point's plugin as a manifest recorded it, so that a host need not import it.
+
+    ``hooks`` are the hooks its module implements (None: not known, import it at once),
+    ``specs`` the hooks it adds specifications for (``register_hookspecs``), ``kinds`` the
+    plugin kinds it declares, as ``(kind, hook)``.
+    """
+
+    name: str
+    value: str  # the entry point's value, ``module`` or ``module:attr``
+    distribution: str | None = None
+    version: str | None = None
+    hooks: frozenset[str] | None = None
+    specs: frozenset[str] = frozenset()
+    kinds: tuple[tuple[str, str], ...] = ()
+
+    def load(self) -> object:
+        """What the entry point names, imported (as ``EntryPoint.load`` does)."""
+        module, _, attrs = self.value.split("[")[0].partition(":")  # [extras] are pip's
+        found: object = importlib.import_module(module.strip())
+        for attr in filter(None, attrs.strip().split(".")):
+            found = getattr(found, attr)
+        return found
 
 
 @dataclass(frozen=True)
@@ -127,6 +160,7 @@ class PluginHost:
         allow: Iterable[str] | None = None,
         block: Iterable[str] | None = None,
         plugins: Iterable[tuple[str, object]] = (),
+        known: Iterable[KnownPlugin] | None = None,
     ) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
@@ -142,16 +176,16 @@ class PluginHost:
         self._kinds: dict[str, PluginKind] = {}
         self._options: dict[int, tuple[Any, type[BaseModel]]] = {}
         self._registry: dict[str, dict[str, Registration]] | None = None
-        self._unsettled: list[str] | None = []  # None once the host is created
+        self._deferred: dict[str, KnownPlugin] = {}  # entry points not imported yet
+        self._loading = threading.RLock()  # threads that use a host import a plugin once
+        self._unsettled: list[str] | None = []  # None outside a batch of additions
         self.pm.register(_BuiltinKinds(), name=CORE)
         self._settle(CORE)
         if load_entrypoints:
-            self._load_entrypoints()
+            self._load_entrypoints(known)
         for name, plugin in plugins:
             self.add_plugin(plugin, name=name)
-        unsettled, self._unsettled = self._unsettled, None
-        for name in unsettled:
-            self._settle(name)
+        self._settle_batch()
 
     @classmethod
     def default(cls) -> PluginHost:
@@ -191,27 +225,75 @@ class PluginHost:
             return False
         return self.allow is None or name in self.allow
 
-    def _load_entrypoints(self) -> None:
-        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            if not self._wanted(ep.name):
-                log.debug("plugin_skipped", plugin=ep.name, reason="allow/block list")
+    def _load_entrypoints(self, known: Iterable[KnownPlugin] | None) -> None:
+        found: list[tuple[KnownPlugin, Callable[[], object]]] = []
+        if known is not None:
+            found = [(plugin, plugin.load) for plugin in known]
+        else:
+            for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+                dist = getattr(ep, "dist", None)
+                found.append((KnownPlugin(ep.name, getattr(ep, "value", "?"),
+                                          dist.metadata["Name"] if dist is not None else None,
+                                          dist.version if dist is not None else None), ep.load))
+        for plugin, load in found:
+            if not self._wanted(plugin.name):
+                log.debug("plugin_skipped", plugin=plugin.name, reason="allow/block list")
                 continue
-            if ep.name in self._info:
-                self._clash(ep.name, getattr(ep, "value", "?"))
+            if plugin.name in self._info:
+                self._clash(plugin.name, plugin.value)
                 continue
-            dist = getattr(ep, "dist", None)
-            info = PluginInfo(
-                name=ep.name,
-                distribution=dist.metadata["Name"] if dist is not None else None,
-                version=dist.version if dist is not None else None,
-            )
-            self._info[ep.name] = info
-            try:
-                module = ep.load()
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the host
-                self._fail(ep.name, f"import failed: {type(exc).__name__}: {exc}")
-                continue
-            self.add_plugin(module, name=ep.name, _info=info)
+            self._info[plugin.name] = PluginInfo(name=plugin.name, version=plugin.version,
+                                                 distribution=plugin.distribution)
+            if plugin.hooks is None:
+                self._import(plugin.name, load)
+            else:
+                self._deferred[plugin.name] = plugin
+
+    def _import(self, name: str, load: Callable[[], object]) -> None:
+        try:
+            module = load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the host
+            self._fail(name, f"import failed: {type(exc).__name__}: {exc}")
+            return
+        self.add_plugin(module, name=name, _info=self._info[name])
+
+    def _settle_batch(self) -> None:
+        unsettled, self._unsettled = self._unsettled or [], None
+        for name in unsettled:
+            self._settle(name)
+
+    def load(self, names: Iterable[str] | None = None) -> None:
+        """Import these deferred entry-point plugins now (None: all of them), with every
+        deferred plugin that adds a hook specification or kind they use."""
+        with self._loading:
+            wanted = [n for n in (list(self._deferred) if names is None else names)
+                      if n in self._deferred]
+            batch: set[str] = set()
+            while wanted:
+                name = wanted.pop()
+                if name not in batch:
+                    batch.add(name)
+                    plugin = self._deferred[name]
+                    uses = {*(plugin.hooks or ()), *(hook for _, hook in plugin.kinds)}
+                    wanted += [n for n, p in self._deferred.items() if p.specs & uses]
+            if not batch:
+                return
+            opened = self._unsettled is None
+            if opened:
+                self._unsettled = []
+            for name in [n for n in self._deferred if n in batch]:  # in entry-point order
+                if name in self._deferred:  # not imported meanwhile as another's dependency
+                    self._import(name, self._deferred.pop(name).load)
+            if opened:
+                self._settle_batch()
+
+    def _load_kind(self, kind: str) -> None:
+        """Import the deferred plugins that declare ``kind`` or register into it."""
+        with self._loading:
+            hooks = {h for p in self._deferred.values() for k, h in p.kinds if k == kind}
+            hooks |= {self._kinds[kind].hook} if kind in self._kinds else set()
+            self.load([n for n, p in self._deferred.items()
+                       if hooks & {*(p.hooks or ()), *(h for _, h in p.kinds)}])
 
     def add_plugin(self, plugin: object, *, name: str, _info: PluginInfo | None = None) -> bool:
         """Register an in-process plugin (a module or object with hookimpls).
@@ -231,6 +313,10 @@ class PluginHost:
             self._in_process[name] = plugin
         try:
             self.pm.register(plugin, name=name)
+            if self._deferred:  # hook specifications it needs from a plugin not imported yet
+                mine = {h for h, c in vars(self.pm.hook).items() if not h.startswith("_")
+                        and any(i.plugin_name == name for i in c.get_hookimpls())}
+                self.load([n for n, p in self._deferred.items() if p.specs & mine])
             for impl in self._impls("register_hookspecs", name):
                 specs: list[object] = []
                 impl.function(register=specs.append)
@@ -343,8 +429,8 @@ class PluginHost:
 
     def _build_registry(self) -> dict[str, dict[str, Registration]]:
         registry: dict[str, dict[str, Registration]] = {kind: {} for kind in self._kinds}
-        for plugin_name, _plugin in self.pm.list_name_plugin():
-            if plugin_name not in self._info or plugin_name in self._failures:
+        for plugin_name in self._info:  # discovery order, however late a plugin was imported
+            if plugin_name in self._failures or not self.pm.has_plugin(plugin_name):
                 continue
             try:
                 regs = self._collect(plugin_name)
@@ -369,6 +455,11 @@ class PluginHost:
 
     @property
     def registry(self) -> dict[str, dict[str, Registration]]:
+        """Every registration by kind and name (imports every deferred plugin)."""
+        self.load()
+        return self._loaded_registry()
+
+    def _loaded_registry(self) -> dict[str, dict[str, Registration]]:
         if self._registry is None:
             for info in self._info.values():
                 info.registers.clear()
@@ -377,17 +468,19 @@ class PluginHost:
 
     def kinds(self) -> list[PluginKind]:
         """The plugin kinds this host knows: the built-ins and those plugins declared."""
+        with self._loading:
+            self.load([n for n, p in self._deferred.items() if p.kinds])
         return sorted(self._kinds.values(), key=lambda kind: kind.name)
 
     def names(self, kind: str) -> list[str]:
         self._check_kind(kind)
-        return sorted(self.registry[kind])
+        return sorted(self._loaded_registry()[kind])
 
     def get(self, kind: str, name: str) -> Callable[..., Any]:
         """The registered class/factory, or a PluginError that lists what is available."""
         self._check_kind(kind)
         try:
-            return self.registry[kind][name].factory
+            return self._loaded_registry()[kind][name].factory
         except KeyError:
             from difflib import get_close_matches
 
@@ -456,5 +549,6 @@ class PluginHost:
         return sorted(self._info.values(), key=lambda info: info.name)
 
     def _check_kind(self, kind: str) -> None:
+        self._load_kind(kind)
         if kind not in self._kinds:
             raise PluginError(f"unknown plugin kind {kind!r}; one of {sorted(self._kinds)}")

@@ -131,6 +131,7 @@ def _setup(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> N
         return h
 
     monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
+    monkeypatch.setenv("RTLFORGE_PLUGIN_CACHE", "off")  # no manifest: that host is the CLI's
 
 
 def _refine(run_dir: Path, *args: str) -> Any:

@@ -368,6 +368,7 @@ def _plugins(monkeypatch: pytest.MonkeyPatch) -> None:
         return h
 
     monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
+    monkeypatch.setenv("RTLFORGE_PLUGIN_CACHE", "off")  # no manifest: that host is the CLI's
 
 
 def _json_out(result: Any) -> dict[str, Any]:

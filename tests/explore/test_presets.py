@@ -204,6 +204,7 @@ def fake_cli(monkeypatch: pytest.MonkeyPatch) -> None:
         return h
 
     monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
+    monkeypatch.setenv("RTLFORGE_PLUGIN_CACHE", "off")  # no manifest: that host is the CLI's
     monkeypatch.setattr(Pipeline, "build",
                         classmethod(lambda cls, *a, **k: cls([MarkerValidator()])))
 

@@ -313,6 +313,7 @@ def with_replay(monkeypatch: pytest.MonkeyPatch) -> Any:
         return h
 
     monkeypatch.setattr(PluginHost, "default", staticmethod(host))  # the CLI's host
+    monkeypatch.setenv("RTLFORGE_PLUGIN_CACHE", "off")  # no manifest: that host is the CLI's
     return cli
 
 

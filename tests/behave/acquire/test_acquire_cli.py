@@ -23,6 +23,7 @@ def _roles_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's host gets the acquisition roles even where the installed entry points
     predate them (a checkout on PYTHONPATH)."""
     monkeypatch.setattr(PluginHost, "default", classmethod(lambda cls: acquisition_host()))
+    monkeypatch.setenv("RTLFORGE_PLUGIN_CACHE", "off")  # no manifest: that host is the CLI's
 
 
 def _library_with_contamination(tmp_path: Path) -> Path:
