@@ -1,13 +1,13 @@
 """BEHAVE rewards: an RL policy's RTL or behaviour model, scored by BEHAVE-Sim against B*.
 
-Three rewards, registered by :mod:`rtlforge.behave.plugin` (so ``trl_reward("behave_rtl",
-tasks=DIR)`` and the GRPO trainer's ``reward: behave_rtl`` find them by name):
+Three rewards, registered by :mod:`rtlforge.behave.plugin` (so ``trl_reward("behave-rtl",
+tasks=DIR)`` and the GRPO trainer's ``reward: behave-rtl`` find them by name):
 
-- ``behave_rtl``: 1.0 when the completion's Verilog passes the task's golden model B* under
+- ``behave-rtl``: 1.0 when the completion's Verilog passes the task's golden model B* under
   BEHAVE-Sim, 0.0 when it fails, does not compile or holds no Verilog.
-- ``behave_model``: the same for an agent's behaviour-DSL model B̂ (``check_model``); a model
+- ``behave-model``: the same for an agent's behaviour-DSL model B̂ (``check_model``); a model
   that does not check or does not fit the interface scores 0.0, with the checker's line.
-- ``behave_coverage``: ``(pass + verified) / 2``, where ``pass`` is 1.0 or 0.0 as above and
+- ``behave-coverage``: ``(pass + verified) / 2``, where ``pass`` is 1.0 or 0.0 as above and
   ``verified`` is the share of the golden's branch goals (both outcomes of every branch) that
   the golden hit on the transactions before the artifact's first failing one: every transaction
   when it passes; none when the failure names no transaction (a monitor violation, an output no
@@ -92,7 +92,7 @@ class BehaveRewardDetail(BaseModel):
     flags: tuple[str, ...] = ()
     reason: str | None = None
     mismatches: int | None = None
-    goals_verified: int | None = None  # behave_coverage: golden goals reached before a failure
+    goals_verified: int | None = None  # behave-coverage: golden goals reached before a failure
     goals_total: int | None = None
 
 
@@ -391,7 +391,7 @@ def _per_sample(values: Any, n: int, name: str) -> list[Any]:
 class BehaveRTLReward(_BehaveReward):
     """1.0 when the completion's RTL passes B* under BEHAVE-Sim, else 0.0; None: unresolved."""
 
-    name: ClassVar[str] = "behave_rtl"
+    name: ClassVar[str] = "behave-rtl"
     artifact: ClassVar[Literal["rtl", "model"]] = "rtl"
 
 
@@ -399,7 +399,7 @@ class BehaveModelReward(_BehaveReward):
     """1.0 when the completion's behaviour model B̂ passes against B*, else 0.0 (a model that
     does not check is 0.0 with the checker's reason); None: unresolved."""
 
-    name: ClassVar[str] = "behave_model"
+    name: ClassVar[str] = "behave-model"
     artifact: ClassVar[Literal["rtl", "model"]] = "model"
 
 
@@ -407,7 +407,7 @@ class BehaveCoverageReward(_BehaveReward):
     """``(pass + share of B*'s branch goals reached before the first failing transaction) / 2``;
     ``artifact`` says which kind the completion holds (``rtl`` or ``model``)."""
 
-    name: ClassVar[str] = "behave_coverage"
+    name: ClassVar[str] = "behave-coverage"
 
     def __init__(self, tasks: str | Path | None = None, *,
                  artifact: Literal["rtl", "model"] = "rtl", **options: Any) -> None:
@@ -457,5 +457,5 @@ REWARDS: tuple[type[_BehaveReward], ...] = (BehaveRTLReward, BehaveModelReward,
 
 def register_rewards(register: Register) -> None:
     """Called by the ``register_rewards`` hook of :mod:`rtlforge.behave.plugin`."""
-    for reward in REWARDS:
-        register(reward)
+    for reward in REWARDS:  # the names were behave_rtl...: kept, as configs name them
+        register(reward, aliases=(reward.name.replace("-", "_"),))

@@ -30,6 +30,8 @@ PROJECT = "rtlforge"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+#: ``register(factory, *, name=None, aliases=())`` in every ``register_*`` hook of a plugin
+#: kind: ``name`` overrides the factory's own, ``aliases`` are old names that still resolve.
 Register = Callable[..., None]
 
 

@@ -34,7 +34,7 @@ import difflib
 import importlib
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Literal, overload
@@ -75,6 +75,8 @@ class PluginInfo:
     registers: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
     kinds: list[str] = field(default_factory=list)  # plugin kinds this plugin declares
+    #: kind -> {old name: its name now}: names kept so configs written with them still work
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class Registration:
     name: str
     factory: Callable[..., Any]
     plugin: str
+    alias_of: str | None = None  # an old name of the plugin registered as ``alias_of``
 
 
 class _BuiltinKinds:
@@ -412,14 +415,20 @@ class PluginHost:
             for impl in self._impls(kind.hook, plugin_name):
 
                 def register(factory: Any, *, name: str | None = None,
-                             _kind: PluginKind = kind) -> None:
+                             aliases: Sequence[str] = (), _kind: PluginKind = kind) -> None:
                     reg_name = name or getattr(factory, "name", None)
                     if not isinstance(reg_name, str) or not reg_name:
                         raise PluginError(f"{_kind.name} {factory!r} has no 'name'")
                     base = _kind.interface
                     if isinstance(factory, type) and not issubclass(factory, base):
                         raise PluginError(f"{factory!r} does not implement {base.__name__}")
+                    if isinstance(aliases, str) or not all(
+                            isinstance(a, str) and a and a != reg_name for a in aliases):
+                        raise PluginError(f"{_kind.name} {reg_name!r}: aliases must be other "
+                                          f"names, not {aliases!r}")
                     collected.append(Registration(_kind.name, reg_name, factory, plugin_name))
+                    collected.extend(Registration(_kind.name, alias, factory, plugin_name,
+                                                  alias_of=reg_name) for alias in aliases)
 
                 try:
                     impl.function(register=register)
@@ -444,7 +453,11 @@ class PluginHost:
                                 kept=existing.plugin, ignored=reg.plugin)
                     continue
                 registry[reg.kind][reg.name] = reg
-                self._info[plugin_name].registers.setdefault(reg.kind, []).append(reg.name)
+                info = self._info[plugin_name]
+                if reg.alias_of is None:
+                    info.registers.setdefault(reg.kind, []).append(reg.name)
+                else:
+                    info.aliases.setdefault(reg.kind, {})[reg.name] = reg.alias_of
         return registry
 
     @property
@@ -463,6 +476,7 @@ class PluginHost:
         if self._registry is None:
             for info in self._info.values():
                 info.registers.clear()
+                info.aliases.clear()
             self._registry = self._build_registry()
         return self._registry
 
@@ -473,8 +487,10 @@ class PluginHost:
         return sorted(self._kinds.values(), key=lambda kind: kind.name)
 
     def names(self, kind: str) -> list[str]:
+        """The registered names of ``kind`` (old names kept as aliases are not listed; ``get``
+        and ``create`` still take them)."""
         self._check_kind(kind)
-        return sorted(self._loaded_registry()[kind])
+        return sorted(n for n, r in self._loaded_registry()[kind].items() if r.alias_of is None)
 
     def get(self, kind: str, name: str) -> Callable[..., Any]:
         """The registered class/factory, or a PluginError that lists what is available."""

@@ -180,7 +180,9 @@ def test_registered_through_the_behave_plugin_and_the_trl_adapter() -> None:
     from rtlforge.rewards.adapters import trl_reward, verl_compute_score
 
     h = host()
-    assert {"behave_rtl", "behave_model", "behave_coverage"} <= set(h.names("reward"))
+    assert {"behave-rtl", "behave-model", "behave-coverage"} <= set(h.names("reward"))
+    # the names before they were hyphenated still resolve (configs and scripts use them)
+    assert h.get("reward", "behave_rtl") is h.get("reward", "behave-rtl")
     assert {o.name for o in h.options("reward", "behave_coverage")} >= {"tasks", "artifact",
                                                                           "workers"}
     fn = trl_reward("behave_model", tasks=str(EXAMPLES), host=h, **SMALL)

@@ -94,6 +94,19 @@ def test_plugins_json_lists_builtins() -> None:
     assert plugins["iverilog"]["distribution"] == "rtlforge"
 
 
+def test_plugins_lists_names_by_default_options_and_one_kind_on_request() -> None:
+    code, short = _invoke("plugins")
+    assert code == 0 and "iverilog-sim" in short and ".timeout:" not in short
+    assert "behave-rtl (old names: behave_coverage, behave_model, behave_rtl)" in short
+    code, full = _invoke("plugins", "--options")
+    assert code == 0 and len(full.splitlines()) > 3 * len(short.splitlines())
+    code, rewards = _invoke("plugins", "--kind", "reward")
+    assert code == 0 and rewards.splitlines()[0] == "kinds: reward"
+    assert "testbench" in rewards and "iverilog" not in rewards
+    code, out = _invoke("plugins", "--kind", "rewards")
+    assert code == 2 and "'rewards' is not a plugin kind" in out
+
+
 @pytest.mark.tools
 def test_eval_bundled_samples_matches_recorded_expectations(tmp_path: Path) -> None:
     samples = ROOT / "examples" / "samples" / "suite-samples.jsonl"

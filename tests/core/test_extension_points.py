@@ -209,10 +209,13 @@ def test_cli_lists_the_kind_and_the_options(installed: str) -> None:
     check_options = plugin["options"]["validator"]["behaviour-check"]
     assert [o["name"] for o in check_options] == ["marker"]
 
-    text = CliRunner().invoke(cli, ["plugins"])
+    text = CliRunner().invoke(cli, ["plugins", "--options"])  # the options only when asked
     assert text.exit_code == 0
     assert "protocol_adapter" in text.stdout.splitlines()[0]  # "kinds: ..."
     assert "valid-ready.data_width: int (default 8)  payload bits" in text.stdout
+    short = CliRunner().invoke(cli, ["plugins", "--kind", "protocol_adapter"]).stdout
+    assert short.splitlines()[0] == "kinds: protocol_adapter" and "data_width" not in short
+    assert f"{installed} (" in short and "  protocol_adapter: valid-ready" in short
 
 
 @pytest.mark.tools

@@ -211,6 +211,29 @@ def test_register_accepts_factory_with_explicit_name() -> None:
     assert isinstance(host.create("validator", "by-factory"), EchoValidator)
 
 
+def test_an_old_name_kept_as_an_alias_resolves_but_is_not_listed() -> None:
+    class Renamed:
+        @hookimpl
+        def register_validators(self, register):
+            register(EchoValidator, aliases=("echo_v1",))
+
+    host = PluginHost(load_entrypoints=False, plugins=[("renamed", Renamed())])
+    assert host.names("validator") == ["echo"]
+    assert host.get("validator", "echo_v1") is EchoValidator
+    assert isinstance(host.create("validator", "echo_v1"), EchoValidator)
+    (info,) = host.describe()
+    assert info.registers == {"validator": ["echo"]}
+    assert info.aliases == {"validator": {"echo_v1": "echo"}}
+
+    class Bad:
+        @hookimpl
+        def register_validators(self, register):
+            register(EchoValidator, aliases="echo2")  # a string, not a sequence of names
+
+    assert "aliases must be other names" in PluginHost(
+        load_entrypoints=False, plugins=[("bad", Bad())]).failures["bad"]
+
+
 def test_misspelled_hook_is_rejected_and_others_keep_working() -> None:
     host = PluginHost(
         load_entrypoints=False,

@@ -18,7 +18,7 @@ the previous ones. So this trainer samples itself and applies the GRPO objective
 iteration per batch (μ = 1, where the clipped ratio is 1 and the surrogate is the
 advantage-weighted token log-likelihood; advantages ``(r - mean) / (std + 1e-4)`` per group),
 without the KL term. The policy writes a behaviour model B̂ for the task's spec and interface;
-the reward is ``behave_model`` (B̂ against B* under BEHAVE-Sim; None abstains).
+the reward is ``behave-model`` (B̂ against B* under BEHAVE-Sim; None abstains).
 
 Resumable after a kill: a checkpoint after every update and every acquisition round holds the
 weights, optimizer, RNG, the schedule's state and the loop's phase; the pool's own files are
@@ -143,7 +143,7 @@ class SelfImproveTrainer(Trainer):
             [p for p in self._model.parameters() if p.requires_grad],
             lr=self.config.learning_rate)
         self._reward = self.host.create(
-            "reward", "behave_model", seed=self.config.seed,
+            "reward", "behave-model", seed=self.config.seed,
             sequences=self.config.reward_sequences,
             transactions=self.config.reward_transactions)
 
