@@ -90,6 +90,13 @@ class TrainerConfig(StrictModel):
     steps: int = Field(ge=1)
     logging: LoggingConfig = LoggingConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
+    #: The metrics.jsonl field this run's learning shows in: the CLI's progress bar shows it
+    #: first and its summary opens with its first and last values. None: the trainer's choice
+    #: (``reward_mean``, or what a trainer's task makes the honest curve, see ``headline_metric``).
+    headline: str | None = None
+
+    def headline_metric(self) -> str:
+        return self.headline or "reward_mean"
 
 
 def _format_validation_error(exc: ValidationError, origin: str) -> str:

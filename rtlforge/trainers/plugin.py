@@ -68,6 +68,7 @@ def register_commands(cli: Any, host: PluginHost) -> None:
 
         err = Console(stderr=True)
         _quiet_library_bars()
+        _quiet_library_deprecations()
         try:
             config = load_config(config_path, host=host)
             out_dir = resolve_out_dir(config, out)
@@ -81,10 +82,13 @@ def register_commands(cli: Any, host: PluginHost) -> None:
                       "{task.fields[info]}", console=err) as progress:
             bar = progress.add_task(f"{config.trainer} training", total=config.steps, info="")
 
+            headline = config.headline_metric()
+
             def on_record(record: Any) -> None:
                 step = record.get("step")
                 if isinstance(step, int):
-                    shown = {k: record[k] for k in ("loss", "reward_mean")
+                    shown = {k: record[k] for k in dict.fromkeys((headline, "reward_mean",
+                                                                  "loss"))
                              if isinstance(record.get(k), int | float)}
                     progress.update(bar, completed=step,
                                     info=" ".join(f"{k}={v:.4g}" for k, v in shown.items()))
@@ -102,8 +106,34 @@ def register_commands(cli: Any, host: PluginHost) -> None:
                 sys.exit(EXIT_INFRA)
         import json
 
-        click.echo(json.dumps(summary, indent=2, default=str))
+        curve = headline_curve(out_dir / "metrics.jsonl", headline)
+        click.echo(json.dumps({"headline": curve, **summary}, indent=2, default=str))
         sys.exit(EXIT_OK)
+
+
+def headline_curve(metrics: Path, name: str, window: int = 3) -> dict[str, Any]:
+    """The headline metric's first and last values and the means of the first and last
+    ``window`` steps that logged it: what a reader checks to see that the run learned."""
+    from rtlforge.trainers.metrics import read_metrics
+
+    values = [r[name] for r in (read_metrics(metrics) if metrics.exists() else [])
+              if isinstance(r.get(name), int | float) and isinstance(r.get("step"), int)]
+    if not values:
+        return {"metric": name, "steps": 0}
+    head, tail = values[:window], values[-window:]
+    return {"metric": name, "steps": len(values), "first": values[0], "last": values[-1],
+            f"first_{len(head)}_mean": sum(head) / len(head),
+            f"last_{len(tail)}_mean": sum(tail) / len(tail)}
+
+
+def _quiet_library_deprecations() -> None:
+    """transformers' FutureWarnings about its own renames, raised when TRL or peft call the old
+    names: nothing a user of ``rtlforge train`` can act on, and they buried the progress bar.
+    Only this command filters them; the library leaves warnings to its host."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning,
+                            module=r"(transformers|trl|peft)(\.|$)")
 
 
 def _quiet_library_bars() -> None:

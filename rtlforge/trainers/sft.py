@@ -102,6 +102,11 @@ class PairsData(StrictModel):
 
 class SFTConfig(TrainerConfig):
     trainer: Literal["sft"]
+
+    def headline_metric(self) -> str:
+        """Supervised training has no reward: its curve is the loss."""
+        return self.headline or "loss"
+
     data: CorpusData | TrajectoryData | PairsData = Field(discriminator="kind")
     learning_rate: float = Field(2e-4, gt=0)
     lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"

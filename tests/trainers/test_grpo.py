@@ -591,3 +591,29 @@ def test_rollouts_log_the_code_the_reward_judged_without_extracting_again(
     scores = fn(["p", "p"], [fenced, "no code"], task_id=["mux4", "mux4"])
     assert scores == [1.0, 0.0]
     assert [r.code for r in fn.rollouts] == [judged, None]
+
+
+def test_the_headline_metric_is_the_one_the_run_learns_in(tmp_path: Path) -> None:
+    """The sequential reward falls as histories fill with the best circuits, so a choice run's
+    learning curve is choice_optimal_rate (examples/train/grpo-tiny.yaml); a config may name
+    its own headline."""
+    import yaml
+
+    example = parse_config(yaml.safe_load((ROOT / "examples" / "train" / "grpo-tiny.yaml")
+                                          .read_text()))
+    assert example.headline_metric() == "choice_optimal_rate"
+    assert _config(tmp_path, choice=None).headline_metric() == "reward_mean"
+    assert _config(tmp_path, headline="pass_rate").headline_metric() == "pass_rate"
+
+
+def test_headline_curve_reads_first_and_last_values_from_the_metrics(tmp_path: Path) -> None:
+    from rtlforge.trainers.plugin import headline_curve
+
+    metrics = tmp_path / "metrics.jsonl"
+    rows = [{"step": 1, "m": 0.25}, {"step": 2, "m": 0.5}, {"step": 3}, {"event": "x", "m": 9},
+            {"step": 4, "m": 0.75}, {"step": 5, "m": 1.0}]
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert headline_curve(metrics, "m") == {  # by hand: steps 1, 2, 4, 5 logged m
+        "metric": "m", "steps": 4, "first": 0.25, "last": 1.0,
+        "first_3_mean": (0.25 + 0.5 + 0.75) / 3, "last_3_mean": (0.5 + 0.75 + 1.0) / 3}
+    assert headline_curve(tmp_path / "none.jsonl", "m") == {"metric": "m", "steps": 0}

@@ -188,6 +188,11 @@ def test_train_command_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout[result.stdout.index("{"):])
     assert summary["steps"] == 4
+    losses = [r["loss"] for r in read_metrics(out / "metrics.jsonl")]
+    assert next(iter(summary)) == "headline" and summary["headline"] == {
+        "metric": "loss", "steps": 4, "first": losses[0], "last": losses[-1],
+        "first_3_mean": pytest.approx(sum(losses[:3]) / 3),
+        "last_3_mean": pytest.approx(sum(losses[-3:]) / 3)}
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2, 3, 4]
     assert (out / "checkpoints" / "checkpoint-2").is_dir()
 

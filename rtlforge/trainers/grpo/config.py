@@ -187,6 +187,14 @@ class GRPOConfig(TrainerConfig):
     def template_name(self) -> str:
         return self.template or self.preset.template
 
+    def headline_metric(self) -> str:
+        """With a choice task, the share of samples choosing their history's best label: the
+        sequential reward falls as histories fill with the best circuits (re-choosing one adds
+        no hypervolume), so reward_mean cannot show learning there."""
+        if self.headline is None and self.choice is not None:
+            return "choice_optimal_rate"
+        return super().headline_metric()
+
     @model_validator(mode="before")
     @classmethod
     def _preset_defaults(cls, data: Any) -> Any:
