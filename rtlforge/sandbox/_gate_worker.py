@@ -13,11 +13,10 @@ from typing import Any
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
     from rtlforge.core.errors import SecurityViolation
-    from rtlforge.core.models import SourceFile
-    from rtlforge.sandbox.security import check_contained, check_sources
+    from rtlforge.sandbox.security import Text, check_contained, check_sources
 
-    def files(key: str) -> list[SourceFile]:
-        return [SourceFile(name=name, content=text) for name, text in request[key]]
+    def files(key: str) -> list[Text]:
+        return [Text(name=name, content=text) for name, text in request[key]]
 
     try:
         if request["op"] == "check":

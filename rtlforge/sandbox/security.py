@@ -35,13 +35,29 @@ import functools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple, Protocol
 
 import pyslang
 from pyslang import parsing, syntax
 
 from rtlforge.core.errors import SecurityViolation
-from rtlforge.core.models import SourceFile
+
+
+class Source(Protocol):
+    """What a check reads of a file: a :class:`~rtlforge.core.models.Source` or a
+    :class:`Text` (the gate's worker builds those: pydantic and the models are most of its
+    start-up, paid once per validation by a one-shot command)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+
+class Text(NamedTuple):
+    name: str
+    content: str
 
 __all__ = ["check_contained", "check_sources", "needs_variants"]
 
@@ -141,7 +157,7 @@ class _Tok:
 class _Finding:
     message: str
     construct: str
-    file: SourceFile
+    file: Source
     offset: int
     hint: str | None = None
 
@@ -160,7 +176,7 @@ class _Macro:
     params: frozenset[str] = frozenset()
 
 
-def check_sources(files: Sequence[SourceFile], *,
+def check_sources(files: Sequence[Source], *,
                   role: Literal["design", "testbench", "netlist"],
                   available: Collection[str] = ()) -> None:
     """Raise :class:`SecurityViolation` for the first unsafe construct in ``files``.
@@ -173,7 +189,7 @@ def check_sources(files: Sequence[SourceFile], *,
         raise ValueError(f"role must be one of {sorted(_ALLOWED_BY_ROLE)}, not {role!r}")
     allowed = _ALLOWED_BY_ROLE[role]
     # Tools split lines on CR too; judge the text as they will (SandboxRunner.put writes it so).
-    files = [SourceFile(name=f.name, content=f.content.replace("\r\n", "\n").replace("\r", "\n"))
+    files = [Text(name=f.name, content=f.content.replace("\r\n", "\n").replace("\r", "\n"))
              if "\r" in f.content else f for f in files]
     avail = frozenset(n for n in available if _is_plain_name(n))
     if sum(len(f.content) for f in files) > MAX_SOURCE_CHARS:
@@ -412,7 +428,7 @@ class _RawScanner:
         self.saw_macro_usage = False
         self._cost_memo: dict[str, int] = {}
 
-    def scan(self, f: SourceFile, late: list[_Finding]) -> _Finding | None:
+    def scan(self, f: Source, late: list[_Finding]) -> _Finding | None:
         """Return an include/directive finding at once; append the rest to ``late``."""
         toks = _lex(f.content)
         match = _matching_parens(toks)
@@ -718,7 +734,7 @@ def _construct_text(t: _Tok) -> str:
 # ------------------------------------------------------------------------------------ phase 2
 
 
-def _analysis_order(files: Sequence[SourceFile]) -> list[SourceFile]:
+def _analysis_order(files: Sequence[Source]) -> list[Source]:
     """Included files first, so their macros are defined when the includer is expanded.
 
     slang is run with includes disabled (it must not open files), so headers are fed as
@@ -731,13 +747,13 @@ def _analysis_order(files: Sequence[SourceFile]) -> list[SourceFile]:
     return [f for f in files if f.name in included] + [f for f in files if f.name not in included]
 
 
-def _check_preprocessed(files: Sequence[SourceFile], allowed: frozenset[str],
+def _check_preprocessed(files: Sequence[Source], allowed: frozenset[str],
                         avail: frozenset[str], role: str) -> _Finding | None:
     """Check the macro-expanded token stream of all files, parsed from memory only."""
     if not files:
         return None
     sm = pyslang.SourceManager()
-    by_buffer: dict[int, SourceFile] = {}
+    by_buffer: dict[int, Source] = {}
     buffers = []
     for f in _analysis_order(files):
         buf = sm.assignText(_VIRTUAL_DIR + f.name, f.content)
@@ -853,7 +869,7 @@ def _macro_skeleton(texts: tuple[str, ...]) -> str:
     return "\n".join(out) + "\n"
 
 
-def needs_variants(design: Sequence[SourceFile]) -> bool:
+def needs_variants(design: Sequence[Source]) -> bool:
     """Whether the design could compile differently under different predefined macros.
 
     Without a conditional directive, macros change no branch; a predefined macro used as a
@@ -897,8 +913,8 @@ def _module_decls(tree: syntax.SyntaxTree) -> list[tuple[str, pyslang.SourceLoca
     return names
 
 
-def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile],
-                    support: Sequence[SourceFile] = (),
+def check_contained(design: Sequence[Source], testbench: Sequence[Source],
+                    support: Sequence[Source] = (),
                     predefines: Sequence[Sequence[str]] = ((),)) -> None:
     """Raise :class:`SecurityViolation` when the design names something of the task's.
 
@@ -926,8 +942,8 @@ def check_contained(design: Sequence[SourceFile], testbench: Sequence[SourceFile
         _check_contained_under(design, testbench, support, view)
 
 
-def _check_contained_under(design: Sequence[SourceFile], testbench: Sequence[SourceFile],
-                           support: Sequence[SourceFile], predefines: tuple[str, ...]) -> None:
+def _check_contained_under(design: Sequence[Source], testbench: Sequence[Source],
+                           support: Sequence[Source], predefines: tuple[str, ...]) -> None:
     task_names, task_modules = _task_names(tuple(f.content for f in testbench), predefines)
     hdl_support = [f for f in support if f.name.lower().endswith((".v", ".sv"))]
     sm = pyslang.SourceManager()
@@ -941,7 +957,7 @@ def _check_contained_under(design: Sequence[SourceFile], testbench: Sequence[Sou
     # reach the design. Their directives go first, then every design file in one tree.
     skeleton = sm.assignText(_VIRTUAL_DIR + ".rtlforge-task-macros.v", _macro_skeleton(
         tuple(f.content for f in (*hdl_support, *testbench))))
-    by_buffer: dict[int, SourceFile] = {}
+    by_buffer: dict[int, Source] = {}
     buffers = [skeleton]
     for f in design:
         buf = sm.assignText(_VIRTUAL_DIR + f.name, f.content)
@@ -982,8 +998,8 @@ def _check_contained_under(design: Sequence[SourceFile], testbench: Sequence[Sou
 
 
 def _unresolved(compilation: pyslang.ast.Compilation, sm: pyslang.SourceManager,
-                by_buffer: dict[int, SourceFile], names: frozenset[str],
-                ) -> list[tuple[tuple[str, int, str], tuple[str, SourceFile, int]]]:
+                by_buffer: dict[int, Source], names: frozenset[str],
+                ) -> list[tuple[tuple[str, int, str], tuple[str, Source, int]]]:
     """Names among ``names`` that the design files use without a declaration in reach."""
     found = []
     for diag in compilation.getAllDiagnostics():
