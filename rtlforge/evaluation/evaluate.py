@@ -30,6 +30,7 @@ from rtlforge.core.models import (
     ValidationReport,
     Verdict,
 )
+from rtlforge.core.options import PluginSpec
 from rtlforge.evaluation.golden import (
     GoldenCheck,
     GoldenPPA,
@@ -43,7 +44,6 @@ from rtlforge.tasks.samples import Sample
 from rtlforge.validate.pipeline import Pipeline
 
 if TYPE_CHECKING:
-    from rtlforge.core.options import PluginSpec
     from rtlforge.core.plugins import PluginHost
 
 
@@ -138,9 +138,11 @@ def pipeline_for(host: PluginHost, tasks: Iterable[Task], *,
                  **options: Any) -> Pipeline:
     """``Pipeline.build`` for these tasks: CVDP problems (:mod:`rtlforge.tasks.cvdp`) run their
     own harness, the ``cvdp`` validator, in place of the simulator's lint and simulation."""
+    extra = list(extra)
     if any(is_cvdp_task(t) for t in tasks):
-        return Pipeline.build(host, lint=False, simulate=False, extra=[*extra, "cvdp"],
-                              **options)
+        named = any(PluginSpec.of(item).name == "cvdp" for item in extra)  # with its options
+        return Pipeline.build(host, lint=False, simulate=False,
+                              extra=extra if named else [*extra, "cvdp"], **options)
     return Pipeline.build(host, extra=extra, **options)
 
 

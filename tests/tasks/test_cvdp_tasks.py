@@ -239,3 +239,15 @@ def test_a_service_volume_adds_a_container_folder(tmp_path: Path) -> None:
     assert service.mounts == {"/results": "rundir"}
     roots = container_roots("/w", service)
     assert map_container_paths("/results/a.log", roots) == "/w/code/rundir/a.log"
+
+
+def test_a_record_with_its_solution_carries_a_golden(tmp_path: Path) -> None:
+    # the *_with_solutions files fill output.context with the reference answer
+    solutions = {r["id"]: r["files"] for r in map(
+        json.loads, (FIXTURES / "solutions.jsonl").read_text().splitlines())}
+    record = copy.deepcopy(BY_ID["cvdp_copilot_updown_counter_0001"])
+    record["output"]["context"] = solutions[record["id"]]
+    task = load_cvdp(write(tmp_path, record))[0]
+    assert {f.name: f.content for f in task.golden} == {
+        "counter.sv": solutions[record["id"]]["rtl/counter.sv"],
+        "counter_top.sv": solutions[record["id"]]["rtl/counter_top.sv"]}

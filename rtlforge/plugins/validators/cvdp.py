@@ -68,6 +68,13 @@ _MAX_FEEDBACK = 10
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9_./+-]+")
 #: The tools a harness runs, found by name in its files.
 _TOOL_WORDS = {"verilator": VERILATOR, "yosys": YOSYS}
+#: Tools some CVDP harnesses run that rtlforge does not provide (commercial simulators and
+#: formal or layout flows): a harness naming one that is not on PATH cannot run here.
+_OTHER_TOOLS = ("xrun", "irun", "xcelium", "vcs", "vsim", "qrun", "jg", "jasper", "sby", "eqy",
+                "openroad", "dc_shell", "genus", "innovus")
+#: Output kept of one service run: cocotb and pytest are talkative, and a run over it is
+#: judged a flood (the design printing without end), so this sits well above a real log.
+_OUTPUT_BYTES = 16 * 1024 * 1024
 #: cocotb 2 errors that say the harness was written for another cocotb: an attribute its value
 #: types or modules lost (``.integer``, ``cocotb.fork``), a keyword it no longer takes.
 _COCOTB_API = re.compile(
@@ -286,6 +293,10 @@ class CvdpValidator(Validator):
                           *(" ".join(s.args) for s in harness.services)])
         specs += [spec for word, spec in _TOOL_WORDS.items()
                   if re.search(rf"\b{word}\b", text)]
+        for word in _OTHER_TOOLS:
+            if re.search(rf"(?<![\w.-]){word}(?![\w.-])", text) and shutil.which(word) is None:
+                raise ToolMissingError(word, f"the harness runs {word}, which is not installed "
+                                       "here; rtlforge runs CVDP's open-source flows only")
         return [find_tool(spec) for spec in specs]
 
     def _run(self, ctx: ValidationContext, harness: CvdpHarness, tools: list[ToolInfo],
@@ -303,6 +314,9 @@ class CvdpValidator(Validator):
                               for t in tools if t.path and not t.path.startswith(("/usr/",
                                                                                    "/bin/"))}]
         budget = self.timeout or ctx.timeout
+        limits = ctx.runner.limits.model_copy(update={
+            "timeout_s": budget,
+            "output_bytes": max(ctx.runner.limits.output_bytes, _OUTPUT_BYTES)})
         infos = [*tools]
         metrics: dict[str, Any] = {}
         logs: list[str] = []
@@ -310,7 +324,7 @@ class CvdpValidator(Validator):
             secret = secrets.token_hex(16)
             run = ctx.runner.run(
                 [self.python, "-I", str(folder / _DRIVER), str(folder / _CONFIG), service.name],
-                cwd=ctx.workdir, timeout=budget, env={"PATH": path}, tool=PYTHON,
+                cwd=ctx.workdir, limits=limits, env={"PATH": path}, tool=PYTHON,
                 ro_paths=ro_paths, stdin=secret + "\n")
             if run.tool is not None and run.tool not in infos:
                 infos.append(run.tool)
@@ -360,7 +374,10 @@ class CvdpValidator(Validator):
     def _report(workdir: Path, secret: str) -> dict[str, Any] | None:
         """The driver's report, with this run's folder taken out of paths (``rtl/x.sv``)."""
         name = f"{_REPORT_PREFIX}{secret}.json"
-        data = runfiles.read_bytes(workdir, name, _REPORT_LIMIT)
+        try:
+            data = runfiles.read_bytes(workdir, name, _REPORT_LIMIT)
+        except runfiles.PlantedFileError:  # only the driver or the harness writes it
+            return None
         if data is None:
             return None
         text = data.decode("utf-8", errors="replace")

@@ -290,3 +290,44 @@ def test_pipeline_for_cvdp_tasks_runs_only_their_harness() -> None:
         assert [s.name for s in report.stages] == ["security", "cvdp"]
     finally:
         built.runner.close()
+
+
+@pytest.mark.tools
+@requires_tools("iverilog", "vvp")
+def test_a_harness_needing_a_tool_not_installed_is_an_infrastructure_error(
+        pipeline: Pipeline, tmp_path: Path) -> None:
+    # a commercial simulator this machine lacks: the harness cannot run, so no design verdict
+    task = broken(tmp_path, lambda f: f.update({"src/test_runner.py": f["src/test_runner.py"]
+                                                + "\n# rerun with: xrun -f files.f\n"}))
+    report = validate(pipeline, task, SOLUTIONS[GRAY])
+    assert report.verdict is Verdict.INFRA_ERROR
+    assert report.feedback[0].category == "tool_missing" and "xrun" in report.feedback[0].message
+
+
+def test_pipeline_for_takes_the_cvdp_options_given() -> None:
+    built = pipeline_for(host_with_cvdp(), TASKS.values(),
+                         extra=[("cvdp", {"timeout": 321.0})])
+    try:
+        [validator] = built.validators
+        assert isinstance(validator, CvdpValidator) and validator.timeout == 321.0
+    finally:
+        built.runner.close()
+
+
+@pytest.mark.tools
+@requires_tools("iverilog", "vvp")
+def test_eval_checks_the_golden_of_a_record_with_its_solution(pipeline: Pipeline,
+                                                              tmp_path: Path) -> None:
+    from rtlforge.evaluation.golden import GoldenCheck
+
+    good = copy.deepcopy(RECORDS[GRAY])
+    good["output"]["context"] = SOLUTIONS[GRAY]
+    wrong = copy.deepcopy(good)
+    wrong["id"] = "cvdp_copilot_bin2gray_0002"
+    wrong["output"]["context"] = RECORDS[GRAY]["input"]["context"]  # the buggy input
+    path = tmp_path / "with_solutions.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(wrong) + "\n")
+    checker = GoldenCheck(pipeline)
+    verdicts = {t.id: checker.check(t) for t in load_cvdp(path)}
+    assert verdicts[GRAY].usable and verdicts[GRAY].verdict == "pass"
+    assert not verdicts["cvdp_copilot_bin2gray_0002"].usable
