@@ -218,10 +218,10 @@ def is_cvdp(path: str | Path) -> bool:
         return False
     try:
         with path.open("rb") as fh:
-            for raw in fh:
+            while raw := fh.readline(_MAX_LINE_CHARS + 1):  # bounded, even for one huge line
                 if raw.strip():
-                    head = raw[:_MAX_LINE_CHARS].decode("utf-8", errors="replace")
-                    record = load_json(head, what="a CVDP record", max_chars=_MAX_LINE_CHARS)
+                    record = load_json(raw.decode("utf-8", errors="replace"),
+                                       what="a CVDP record", max_chars=_MAX_LINE_CHARS)
                     return isinstance(record, dict) and "id" in record and "categories" in record
     except (OSError, ValueError):
         return False

@@ -151,9 +151,16 @@ def _judge_failure(where: str, report: Mapping[str, Any], files: Mapping[str, st
     """A service that exited non-zero: the design's fault or the harness's."""
     logs: Mapping[str, str] = report.get("logs") or {}
     design: list[Feedback] = []
+    unfound = report.get("unfound") or []
+    infra: list[Feedback] = []
     for sim in report.get("sims", []):
         results = sim.get("results")
-        if results is None:
+        if results is None and unfound:  # the simulator could not find the test module either
+            infra.append(_fb("harness", f"{where}: the simulation of {sim.get('nodeid')} ended "
+                             f"without results, and its test module {', '.join(unfound)} is "
+                             "not on the harness's Python path", files))
+            continue
+        if results is None:  # the simulator stopped (a crash, a limit): the design's run
             design.append(_fb("no_verdict", f"{where}: the simulation of {sim.get('nodeid')} "
                               f"ended without cocotb results ({sim.get('message')})", files))
             continue
@@ -163,9 +170,9 @@ def _judge_failure(where: str, report: Mapping[str, Any], files: Mapping[str, st
                        f"({sim.get('nodeid')}): {f.get('type')}: {f.get('message')}", files)
                    for f in real]
     builds = [b for b in report.get("builds", []) if not b.get("ok")]
-    infra: list[Feedback] = [_fb("cocotb_api", f"{where}: {a.get('message')}", files)
-                             for a in report.get("api", [])]
-    infra += [_fb("harness", f"{where}: {h.get('message')}", files)
+    infra += [_fb("cocotb_api", f"{where}: {a.get('message')}", files)
+              for a in report.get("api", [])]
+    infra += [_fb(h.get("category") or "harness", f"{where}: {h.get('message')}", files)
               for h in report.get("harness", [])]
     infra += [_fb("harness", f"{where}: pytest could not collect {c.get('nodeid')}: "
                   f"{c.get('message')}", files) for c in report.get("collect_errors", [])]
@@ -178,6 +185,9 @@ def _judge_failure(where: str, report: Mapping[str, Any], files: Mapping[str, st
     failures = report.get("failures", [])
     infra += [_fb("harness", f"{where}: {f.get('nodeid')} cannot import: {f.get('message')}",
                   files) for f in failures if f.get("import_error")]
+    infra += [_fb("harness", f"{where}: {f.get('nodeid')} failed in its {f.get('when')} "
+                  f"(a fixture of the harness): {f.get('type')}: {f.get('message')}", files)
+              for f in failures if f.get("when") in ("setup", "teardown")]
     if builds and not design:
         feedback: list[Feedback] = []
         for build in builds:

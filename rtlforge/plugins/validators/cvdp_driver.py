@@ -61,6 +61,7 @@ class Recorder:
         self.sims = []
         self.api = []
         self.harness = []
+        self.unfound = []
 
     def current(self):
         return short(os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]) or "script"
@@ -88,7 +89,28 @@ class Recorder:
         return {"items": dict(list(self.items.items())[:KEEP * 10]),
                 "failures": self.failures[:KEEP], "collect_errors": self.collect_errors[:KEEP],
                 "builds": self.builds[:KEEP], "sims": self.sims[:KEEP], "api": self.api[:KEEP],
-                "harness": self.harness[:KEEP]}
+                "harness": self.harness[:KEEP], "unfound": self.unfound[:KEEP]}
+
+    def import_problem(self, module):
+        """Why the cocotb test module ``module`` cannot be imported, or None.
+
+        Imported here, before a simulator starts it: a module that fails (a cocotb 1 import,
+        any error of its own) is the harness's failure. One not found at all is noted and left
+        to the simulator, whose working folder may hold it."""
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+                self.unfound.append(module)
+                return None
+            return {"category": "cocotb_api" if "cocotb" in str(exc) else "harness",
+                    "message": f"cocotb test module {module!r} cannot be imported: "
+                               f"{type(exc).__name__}: {last_line(exc)}"}
+        except BaseException as exc:  # noqa: BLE001 - task code: ImportError, SystemExit, ...
+            return {"category": "cocotb_api" if "cocotb" in str(exc) else "harness",
+                    "message": f"cocotb test module {module!r} cannot be imported: "
+                               f"{type(exc).__name__}: {last_line(exc)}"}
+        return None
 
 
 def read_results(path):
@@ -165,7 +187,15 @@ def watch_runner(recorder, runner_module):
 
     def test(self, *args, **kwargs):
         binds(original_test, "test", (self, *args), kwargs)
+        modules = inspect.signature(original_test).bind(self, *args, **kwargs).arguments.get(
+            "test_module", "")
+        for module in modules.split(",") if isinstance(modules, str) else modules:
+            problem = recorder.import_problem(str(module).strip())
+            if problem is not None:
+                recorder.harness.append({"nodeid": recorder.current(), **problem})
+                raise ImportError(problem["message"])
         raised = None
+        self.env = {}  # test() sets it afresh; no results file of an earlier call is read
         try:
             return original_test(self, *args, **kwargs)
         except BaseException as exc:
@@ -290,13 +320,11 @@ def run(config, service, recorder):
         sys.modules["cocotb.runner"] = runner_module
         sys.modules["cocotb"].runner = runner_module
     for module in [m.strip() for m in service["env"].get("MODULE", "").split(",") if m.strip()]:
-        try:
-            importlib.import_module(module)
-        except BaseException as exc:  # noqa: BLE001 - task code: ImportError, SystemExit, ...
+        problem = recorder.import_problem(module)
+        if problem is not None:
             return {"status": "harness_error", "module": module,
-                    "cocotb_api": "cocotb" in str(exc),
-                    "message": f"cocotb test module {module!r} cannot be imported: "
-                               f"{type(exc).__name__}: {last_line(exc)}"}
+                    "cocotb_api": problem["category"] == "cocotb_api",
+                    "message": problem["message"]}
     watch_runner(recorder, runner_module)
     started = time.time() - 1
     status = run_service(config, service, recorder)

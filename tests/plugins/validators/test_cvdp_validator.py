@@ -331,3 +331,34 @@ def test_eval_checks_the_golden_of_a_record_with_its_solution(pipeline: Pipeline
     verdicts = {t.id: checker.check(t) for t in load_cvdp(path)}
     assert verdicts[GRAY].usable and verdicts[GRAY].verdict == "pass"
     assert not verdicts["cvdp_copilot_bin2gray_0002"].usable
+
+
+def test_a_test_module_the_harness_cannot_find_is_not_the_design_s_fault() -> None:
+    no_results = {"nodeid": "t", "results": None, "raised": "RuntimeError",
+                  "message": "Simulation terminated abnormally"}
+    assert judge(ran(1, sims=[no_results], unfound=["test_x"])) == (Verdict.INFRA_ERROR,
+                                                                   ["harness"])
+    # with the module found, a simulation that stops without results is the design's run
+    assert judge(ran(1, sims=[no_results])) == (Verdict.FAIL, ["no_verdict"])
+    fixture = ran(1, failures=[{"nodeid": "t", "when": "setup", "type": "KeyError",
+                                "message": "'WIDTH'", "import_error": False}])
+    assert judge(fixture) == (Verdict.INFRA_ERROR, ["harness"])
+
+
+@pytest.mark.tools
+@requires_tools("iverilog", "vvp")
+def test_a_test_module_named_only_in_the_runner_is_imported_first(pipeline: Pipeline,
+                                                                  tmp_path: Path) -> None:
+    # MODULE unset: the runner names the module itself; a cocotb 1 import in it is still
+    # caught before any design runs
+    def edit(files: dict[str, str]) -> None:
+        files["src/.env"] = files["src/.env"].replace("MODULE          = test_bin2gray\n", "")
+        assert "MODULE" not in files["src/.env"]
+        files["src/test_runner.py"] = files["src/test_runner.py"].replace(
+            'os.environ["MODULE"]', '"test_bin2gray"')
+        files["src/test_bin2gray.py"] = "from cocotb.result import TestFailure\n" + files[
+            "src/test_bin2gray.py"]
+
+    report = validate(pipeline, broken(tmp_path, edit), SOLUTIONS[GRAY])
+    assert report.verdict is Verdict.INFRA_ERROR, stage_messages(report)
+    assert report.feedback[0].category == "cocotb_api", stage_messages(report)
