@@ -362,3 +362,17 @@ def test_a_test_module_named_only_in_the_runner_is_imported_first(pipeline: Pipe
     report = validate(pipeline, broken(tmp_path, edit), SOLUTIONS[GRAY])
     assert report.verdict is Verdict.INFRA_ERROR, stage_messages(report)
     assert report.feedback[0].category == "cocotb_api", stage_messages(report)
+
+
+@pytest.mark.tools
+@requires_tools("iverilog", "vvp")
+def test_a_design_that_never_lets_time_advance_times_out() -> None:
+    # zero-delay toggling: simulation time stays at 0, so no cocotb test ever ends
+    loop = "    logic osc;\n    initial begin osc = 1'b0; forever #0 osc = ~osc; end\n"
+    hang = SOLUTIONS[GRAY]["rtl/bin2gray.sv"].replace("    assign gray", loop + "    assign gray")
+    short = Pipeline([CvdpValidator(timeout=6)], timeout=6)
+    try:
+        report = validate(short, TASKS[GRAY], {"rtl/bin2gray.sv": hang})
+    finally:
+        short.runner.close()
+    assert report.verdict is Verdict.TIMEOUT, stage_messages(report)
