@@ -68,10 +68,16 @@ def test_eval_reports_pass_at_k_per_category_and_difficulty(tmp_path: Path) -> N
              .splitlines()]
     assert {line["verdict"] for line in lines[0::2]} == {"pass"}
 
-    text = CliRunner().invoke(cli, ["eval", str(samples), "--tasks", str(DATASET), "-k", "1",
+    # the text summary prints the groups too (two cid007 problems' samples only, for time)
+    lint_qor = tmp_path / "cid007.jsonl"
+    lint_qor.write_text("".join(line + "\n" for line in samples.read_text().splitlines()
+                                if "cid007" in RECORDS[json.loads(line)["task_id"]]
+                                ["categories"]))
+    text = CliRunner().invoke(cli, ["eval", str(lint_qor), "--tasks", str(DATASET), "-k", "1",
                                     "--timeout", "120"], obj=host())
     assert text.exit_code == 0, text.output
     assert "category cid007 (2 tasks): pass@1 0.5000" in text.stdout
+    assert "difficulty easy (1 tasks): pass@1 0.5000" in text.stdout
 
 
 @pytest.mark.tools
