@@ -203,7 +203,8 @@ def register_commands(cli: Any, host: PluginHost) -> None:
 
     @cli.command(name="refine")
     @click.option("--tasks", "tasks_dir", required=True,
-                  type=click.Path(exists=True, file_okay=False, path_type=Path), help=TASKS_HELP)
+                  type=click.Path(exists=True, path_type=Path),
+                  help=TASKS_HELP + " Or a CVDP JSONL file (docs/cvdp.md).")
     @click.option("--format", "fmt", type=click.Choice(TASK_FORMATS), default="auto",
                   show_default=True, help="Layout of --tasks (auto sniffs the folder).")
     @click.option("--task", "task_ids", multiple=True, help="Only these task ids (repeatable).")
@@ -293,11 +294,17 @@ def register_commands(cli: Any, host: PluginHost) -> None:
         done = run.prepare()
 
         from rtlforge.agents.orchestrator import Orchestrator
+        from rtlforge.evaluation.evaluate import pipeline_for
+        from rtlforge.tasks.cvdp import is_cvdp_task
 
         view = None if as_json else LiveView(len(task_map))
+        # CVDP problems are checked by their own harness; other tasks by the default pipeline
+        pipeline = (pipeline_for(host, task_map.values())
+                    if any(is_cvdp_task(t) for t in task_map.values()) else None)
         try:
             orchestrator = Orchestrator(
-                generator=generator, host=host, roles=roles, enabled_roles=enabled,
+                generator=generator, host=host, pipeline=pipeline, roles=roles,
+                enabled_roles=enabled,
                 decomposer=decompose, guidance=_guidance(host, guidance, gate_path),
                 testbench=testbench,
                 router=router, max_iterations=max_iterations, candidates=candidates,
@@ -328,6 +335,8 @@ def register_commands(cli: Any, host: PluginHost) -> None:
                         click.echo(json.dumps(result.summary()))
         finally:
             orchestrator.close()
+            if pipeline is not None:
+                pipeline.runner.close()
         summary, report = run.write_summary(results)
         for r in results:
             if r.error:

@@ -444,7 +444,9 @@ class Orchestrator:
                          "specialist": specialist[0].name if specialist else None,
                          "routed_agents": list(self.routed), "ports": len(task.ports),
                          "has_testbench": bool(task.testbench)})
-        if not task.testbench and task.cocotb_module is None:
+        # a task checked by a harness of its own (a CVDP problem) has its simulation stage
+        judged = any(v.stage == "simulate" and v.applies(task) for v in self.pipeline.validators)
+        if not task.testbench and task.cocotb_module is None and not judged:
             run.judge = "none"
             if self.testbench and TESTBENCH_ROLE in self.roles:
                 self._generate_testbench(run)

@@ -70,8 +70,8 @@ def _parse_methods(samples_path: Path | None, samples_dirs: tuple[Path, ...],
 @click.argument("samples_path", metavar="[SAMPLES.jsonl]", required=False,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--tasks", "tasks_dir", required=True,
-              type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help=TASKS_HELP)
+              type=click.Path(exists=True, path_type=Path),
+              help=TASKS_HELP + " Or a CVDP JSONL file (docs/cvdp.md).")
 @click.option("--format", "fmt", type=click.Choice(TASK_FORMATS), default="auto",
               show_default=True, help="Layout of --tasks; auto tells them apart.")
 @click.option("-k", "ks", default="1,5,10", show_default=True, help="Comma-separated k values.")
@@ -141,9 +141,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
     SAMPLES.jsonl has {"task_id", "completion"} per line, optionally "method", "trial" and
     "iteration"; RTLLM LLM-output folders come in with --method NAME=DIR.
     """
-    from rtlforge.evaluation.evaluate import sample_labels
+    from rtlforge.evaluation.evaluate import pipeline_for, sample_labels
     from rtlforge.evaluation.report import summarise, write_report
-    from rtlforge.validate.pipeline import Pipeline
 
     dirs, label = _parse_methods(samples_path, samples_dirs, methods)
     host = command_host()
@@ -163,8 +162,8 @@ def eval_cmd(samples_path: Path | None, tasks_dir: Path, fmt: str, ks: str, out:
         task_map = load_task_map(tasks_dir, fmt)
         samples, unmatched, aliased = _load_all_samples(samples_path, dirs, task_map)
         _check_ks(k_values, samples, explicit=_given("ks"))
-        pipeline = Pipeline.build(host, simulator=simulator, synth=synth, timeout=timeout,
-                                  extra=validators)
+        pipeline = pipeline_for(host, task_map.values(), simulator=simulator, synth=synth,
+                                timeout=timeout, extra=validators)
         ppa_estimator = None
         est_options = plugin_specs(host, "ppa_estimator", (estimator,), estimator_options,
                                    "--estimator-option")[0].options
@@ -399,6 +398,10 @@ def _print_eval_summary(summary: dict[str, Any], verdicts: dict[str, int], out: 
     click.echo("verdicts: " + ", ".join(f"{k}={v}" for k, v in sorted(verdicts.items())))
     for key, value in summary["pass_at_k"].items():
         click.secho(f"{key}: {value:.4f}", bold=True)
+    for group, values in summary.get("pass_at_k_by", {}).items():
+        for value, stats in values.items():
+            scores = ", ".join(f"{k} {v:.4f}" for k, v in stats.items() if k != "tasks")
+            click.echo(f"  {group} {value} ({stats['tasks']} tasks): {scores or 'n/a'}")
     broken = summary.get("broken_tasks") or {}
     if broken:
         how = "counted" if summary.get("broken_tasks_in_pass_at_k") else "left out of pass@k"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rtlforge.core.answers import answer_files, candidate_from_answer
 from rtlforge.core.errors import ExtractionError, TaskFormatError, ToolMissingError
 from rtlforge.core.executor import Executor, ThreadExecutor
 from rtlforge.core.extract import extract_verilog
@@ -29,6 +30,7 @@ from rtlforge.core.models import (
     ValidationReport,
     Verdict,
 )
+from rtlforge.core.options import PluginSpec
 from rtlforge.evaluation.golden import (
     GoldenCheck,
     GoldenPPA,
@@ -37,8 +39,12 @@ from rtlforge.evaluation.golden import (
 )
 from rtlforge.evaluation.passk import mean_pass_at_k
 from rtlforge.pareto.hypervolume import Backend, hvc_group
+from rtlforge.tasks.cvdp import is_cvdp_task
 from rtlforge.tasks.samples import Sample
 from rtlforge.validate.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from rtlforge.core.plugins import PluginHost
 
 
 class SampleResult(BaseModel):
@@ -70,6 +76,9 @@ class EvalResult(BaseModel):
     #: why; left out of pass@k unless ``include_broken``
     broken_tasks: dict[str, str] = {}
     include_broken: bool = False
+    #: pass@k per group of tasks, ``{"category": {"cid003": {...}}, "difficulty": {...}}``,
+    #: for tasks that carry a category or a ``difficulty`` in their metadata
+    groups: dict[str, dict[str, dict[str, Any]]] = {}
 
     def counted(self, per_task: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
         """The ``(n, correct)`` that enter pass@k: samples with a verdict, on usable tasks."""
@@ -86,18 +95,55 @@ class EvalResult(BaseModel):
                                                  for t, s in self.tasks.items()})),
             "broken_tasks": dict(sorted(self.broken_tasks.items())),
             "broken_tasks_in_pass_at_k": self.include_broken,
+            **({"pass_at_k_by": self.groups} if self.groups else {}),
             "per_task": {tid: score.model_dump() for tid, score in sorted(self.tasks.items())},
         }
+
+    def grouped(self, tasks: Mapping[str, Task], ks: Iterable[int]
+                ) -> dict[str, dict[str, dict[str, Any]]]:
+        """pass@k of the tasks of each category and each difficulty (CVDP reports both), over
+        the tasks that enter pass@k; a key no task has is left out."""
+        counted = self.counted({t: (s.n, s.correct) for t, s in self.tasks.items()})
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for key, label in (("category", lambda t: t.category),
+                           ("difficulty", lambda t: t.metadata.get("difficulty"))):
+            members: dict[str, dict[str, tuple[int, int]]] = {}
+            for tid, nc in counted.items():
+                value = label(tasks[tid]) if tid in tasks else None
+                if isinstance(value, str) and value:
+                    members.setdefault(value, {})[tid] = nc
+            if members:
+                out[key] = {value: {"tasks": len(group), **{
+                    f"pass@{k}": round(v, 4) for k, v in mean_pass_at_k(group, ks).items()}}
+                    for value, group in sorted(members.items())}
+        return out
 
 
 def candidate_from_completion(task: Task, completion: str, *, index: int,
                               generator: str | None = None) -> Candidate:
-    """Extract Verilog from model text and wrap it as a Candidate (raises ExtractionError)."""
+    """Extract Verilog from model text and wrap it as a Candidate (raises ExtractionError).
+
+    A task that wants several files back (a CVDP problem, :mod:`rtlforge.core.answers`) gets
+    one candidate file per file the answer gives."""
+    provenance = Provenance(generator=generator, sample_index=index)
+    files = answer_files(task)
+    if files:
+        return candidate_from_answer(completion, files, task_id=task.id, provenance=provenance)
     source = extract_verilog(completion)
-    return Candidate.from_source(
-        source, task_id=task.id,
-        provenance=Provenance(generator=generator, sample_index=index),
-    )
+    return Candidate.from_source(source, task_id=task.id, provenance=provenance)
+
+
+def pipeline_for(host: PluginHost, tasks: Iterable[Task], *,
+                 extra: Iterable[str | tuple[str, Mapping[str, Any]] | PluginSpec] = (),
+                 **options: Any) -> Pipeline:
+    """``Pipeline.build`` for these tasks: CVDP problems (:mod:`rtlforge.tasks.cvdp`) run their
+    own harness, the ``cvdp`` validator, in place of the simulator's lint and simulation."""
+    extra = list(extra)
+    if any(is_cvdp_task(t) for t in tasks):
+        named = any(PluginSpec.of(item).name == "cvdp" for item in extra)  # with its options
+        return Pipeline.build(host, lint=False, simulate=False,
+                              extra=extra if named else [*extra, "cvdp"], **options)
+    return Pipeline.build(host, extra=extra, **options)
 
 
 def extraction_failure_report(task: Task, exc: ExtractionError) -> ValidationReport:
@@ -181,7 +227,9 @@ def evaluate_samples(
                          verdicts=dict(totals), broken_tasks=broken,
                          include_broken=include_broken)
     counted = partial.counted({tid: (s.n, s.correct) for tid, s in scores.items()})
-    return partial.model_copy(update={"pass_at_k": mean_pass_at_k(counted, ks)})
+    ks = tuple(ks)
+    return partial.model_copy(update={"pass_at_k": mean_pass_at_k(counted, ks),
+                                      "groups": partial.grouped(tasks, ks)})
 
 
 # --------------------------------------------------------------------------------------------

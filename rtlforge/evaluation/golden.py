@@ -33,6 +33,7 @@ from rtlforge.core.models import (
 from rtlforge.core.options import PluginSpec
 from rtlforge.core.plugins import HostSpec
 from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.tasks.cvdp import is_cvdp_task
 
 if TYPE_CHECKING:
     from rtlforge.validate.pipeline import Pipeline
@@ -221,7 +222,8 @@ class GoldenCheck:
     """Each task's golden validated against its own testbench, once per task (thread-safe).
 
     An infrastructure failure (``infra_error``) is inconclusive: it is returned as usable and
-    never cached, so the next call retries. Tasks without a golden or testbench are usable.
+    never cached, so the next call retries. Tasks without a golden or testbench (or a CVDP
+    harness) are usable.
     """
 
     def __init__(self, pipeline: Pipeline) -> None:
@@ -229,7 +231,7 @@ class GoldenCheck:
         self._memo: _OncePerKey[GoldenVerdict] = _OncePerKey()
 
     def check(self, task: Task) -> GoldenVerdict:
-        if not task.golden or not (task.testbench or task.cocotb_module):
+        if not task.golden or not (task.testbench or task.cocotb_module or is_cvdp_task(task)):
             return GoldenVerdict(task_id=task.id, usable=True, verdict="unchecked")
 
         def compute() -> GoldenVerdict:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from rtlforge.core.answers import answer_files, candidate_from_answer
 from rtlforge.core.errors import ExtractionError, InfraError
 from rtlforge.core.extract import extract_verilog
 from rtlforge.core.interfaces import Generation, GenerationRequest, GenerationUsage, Generator
@@ -417,22 +418,27 @@ def make_generation(
 def _extracted(text: str, meta: dict[str, Any], *, generator: str,
                request: GenerationRequest | None, sample_index: int,
                model: str | None) -> Candidate | None:
-    """The answer's Verilog as a Candidate; on failure None, with the reason in ``meta``."""
+    """The answer's Verilog as a Candidate; on failure None, with the reason in ``meta``.
+
+    A task that wants several files back (:mod:`rtlforge.core.answers`) gets them all."""
+    task = request.task if request is not None else None
+    provenance = Provenance(
+        generator=generator, model=model,
+        prompt_id=request.request_id if request is not None else None,
+        sample_index=sample_index,
+        extra={k: v for k, v in meta.items() if isinstance(v, str | int | float)},
+    )
     try:
+        files = answer_files(task) if task is not None else ()
+        if files:
+            return candidate_from_answer(text, files, task_id=task.id if task else None,
+                                         provenance=provenance)
         source = extract_verilog(text)
     except ExtractionError as exc:
         meta["extraction_error"] = str(exc)
         return None
-    return Candidate.from_source(
-        source,
-        task_id=request.task.id if request is not None and request.task is not None else None,
-        provenance=Provenance(
-            generator=generator, model=model,
-            prompt_id=request.request_id if request is not None else None,
-            sample_index=sample_index,
-            extra={k: v for k, v in meta.items() if isinstance(v, str | int | float)},
-        ),
-    )
+    return Candidate.from_source(source, task_id=task.id if task is not None else None,
+                                 provenance=provenance)
 
 
 def with_candidates(answers: Sequence[Sequence[Generation]],

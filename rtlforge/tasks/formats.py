@@ -4,10 +4,11 @@ without importing the loaders (``rtlforge --help`` stays light)."""
 from __future__ import annotations
 
 #: The task layouts :func:`rtlforge.tasks.loader.find_tasks` reads; ``auto`` tells them apart.
-TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval")
+TASK_FORMATS = ("auto", "suite", "rtllm", "verilogeval", "cvdp")
 #: What each layout looks like, for the message when a folder holds none.
 TASK_LAYOUTS = {
     "suite": "suite: task.toml in DIR or its direct subfolders",
     "rtllm": "rtllm: design folders with testbench.v and one verified_*.v",
     "verilogeval": "verilogeval: ProbNNN_name_{prompt.txt,ref.sv,test.sv}",
+    "cvdp": "cvdp: a CVDP JSONL file (one {id, categories, input, output, harness} a line)",
 }

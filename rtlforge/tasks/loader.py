@@ -348,8 +348,16 @@ class FoundTasks:
 
 
 def task_format(root: str | Path) -> str:
-    """The layout of ``root``: ``suite``, ``verilogeval`` or ``rtllm`` (the fallback)."""
+    """The layout of ``root``: ``cvdp`` for a CVDP JSONL file, else (a folder) ``suite``,
+    ``verilogeval`` or ``rtllm`` (the fallback)."""
     root = Path(root)
+    if root.is_file():
+        from rtlforge.tasks.cvdp import is_cvdp
+
+        if not is_cvdp(root):
+            raise NoTasksError(f"{root} is a file but not a CVDP JSONL file (looked for "
+                               f"{TASK_LAYOUTS['cvdp']})")
+        return "cvdp"
     if (root / TASK_FILE).is_file() or any((c / TASK_FILE).is_file() for c in root.iterdir()
                                            if c.is_dir()):
         return "suite"
@@ -368,11 +376,17 @@ def find_tasks(root: str | Path, fmt: str = "auto") -> FoundTasks:
     if fmt not in TASK_FORMATS:
         raise TaskFormatError(f"unknown task format {fmt!r} (expected one of "
                               f"{', '.join(TASK_FORMATS)})")
-    if not root.is_dir():
-        raise TaskFormatError(f"task root {root} does not exist or is not a directory")
-    layout = task_format(root) if fmt == "auto" else fmt
+    layout = task_format(root) if fmt == "auto" and root.exists() else fmt
+    if root.is_file() != (layout == "cvdp") or not root.exists():
+        what = "a CVDP JSONL file" if layout == "cvdp" else "a directory"
+        raise TaskFormatError(f"task root {root} does not exist or is not {what}")
     skipped: tuple[str, ...] = ()
-    if layout == "suite":
+    if layout == "cvdp":
+        from rtlforge.tasks.cvdp import scan_cvdp
+
+        found = scan_cvdp(root)
+        tasks, skipped = list(found.tasks), tuple(s.reason for s in found.skipped)
+    elif layout == "suite":
         tasks = load_suite(root)
     elif layout == "verilogeval":
         from rtlforge.tasks.verilogeval import scan_verilogeval
@@ -385,15 +399,16 @@ def find_tasks(root: str | Path, fmt: str = "auto") -> FoundTasks:
         tasks = load_rtllm(root)
     if not tasks:
         looked = TASK_LAYOUTS.values() if fmt == "auto" else [TASK_LAYOUTS[layout]]
+        why = f"; {len(skipped)} skipped, first: {skipped[0]}" if skipped else ""
         raise NoTasksError(f"no tasks found under {root} (looked for "
-                              + "; ".join(looked) + ")")
+                              + "; ".join(looked) + ")" + why)
     return FoundTasks(format=layout, tasks=tuple(sorted(tasks, key=lambda t: t.id)),
                       skipped=skipped)
 
 
 def load_tasks(root: str | Path, fmt: str = "auto") -> list[Task]:
     """The tasks under ``root``, sorted by id, in whichever layout it has (a suite of
-    ``task.toml`` folders, an RTLLM tree or a VerilogEval v2 dataset; see
+    ``task.toml`` folders, an RTLLM tree, a VerilogEval v2 dataset or a CVDP JSONL file; see
     :func:`find_tasks`). Raises :class:`TaskFormatError` when there are none."""
     return list(find_tasks(root, fmt).tasks)
 
