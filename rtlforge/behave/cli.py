@@ -332,9 +332,14 @@ def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | Non
 @click.option("--model", "model_name", required=True, help="The served model's name.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the API key (unset: no key sent).")
-@click.option("--max-turns", type=click.IntRange(1, 10_000), default=20, show_default=True)
-@click.option("--max-tool-calls", type=click.IntRange(1, 100_000), default=60,
-              show_default=True)
+@click.option("--max-turns", type=click.IntRange(1, 10_000), default=60, show_default=True,
+              help="Turns per episode (the BEHAVE paper's 60).")
+@click.option("--max-tool-calls", type=click.IntRange(1, 100_000), default=None,
+              help="Tool calls per episode [default: no cap beyond turns x 8 calls a turn].")
+@click.option("--max-context-chars", type=click.IntRange(min=1024), default=96_000,
+              show_default=True,
+              help="Context shown to the model, in characters: past it the oldest turns are "
+                   "dropped (the task and the latest tool results stay).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None,
               help="Token budget of the episode (prompt + completion, as the server counts).")
 @click.option("--temperature", type=float, default=0.2, show_default=True)
@@ -350,7 +355,8 @@ def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | Non
 @_SEQUENCES
 @_TRANSACTIONS
 def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: str,
-                  max_turns: int, max_tool_calls: int, max_tokens: int | None,
+                  max_turns: int, max_tool_calls: int | None, max_context_chars: int,
+                  max_tokens: int | None,
                   temperature: float, timeout: float, attempts: int, output: Path | None,
                   as_json: bool, seed: int, sequences: int | None,
                   transactions: int | None) -> None:
@@ -372,7 +378,7 @@ def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: s
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     config = EnvConfig(max_turns=max_turns, max_tool_calls=max_tool_calls,
-                       max_tokens=max_tokens,
+                       max_context_chars=max_context_chars, max_tokens=max_tokens,
                        hidden_stimulus=_stimulus(seed, sequences, transactions))
     result = run_episode(task, agent, host=command_host(), config=config)
     if output is not None:
@@ -380,6 +386,7 @@ def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: s
     summary_obj = {
         "task": result.task_id, "end_reason": result.end_reason,
         "submitted": result.submitted, "turns": result.turns,
+        "evicted_turns": result.evicted_turns,
         "tool_calls": len(result.tool_calls), "unresolved": result.unresolved,
         "rtl": {"status": result.rtl.status,
                 "verdict": result.rtl.result.verdict if result.rtl.result else None},
