@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.behave.sim.check import BehaveResult, check_model, check_rtl
 from rtlforge.behave.sim.golden import (
@@ -114,9 +114,9 @@ class ScoringPreset(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    timeout_s: float
-    search_budget_s: float
-    artifact_budget_s: float | None
+    timeout_s: float = Field(gt=0)
+    search_budget_s: float = Field(ge=0)
+    artifact_budget_s: float | None = Field(gt=0)
     unresolved: Unresolved
 
 
@@ -249,13 +249,9 @@ class _BehaveReward(Reward):
         chosen = SCORING_PRESETS[preset]
         given = {"timeout_s": timeout_s, "search_budget_s": search_budget_s,
                  "artifact_budget_s": artifact_budget_s, "unresolved": unresolved}
-        # ScoringPreset checks the values (unresolved's spelling, in particular)
-        self.scoring = chosen.model_validate(
+        # validated as a ScoringPreset: a misspelt policy or a negative budget is a ValueError
+        self.scoring = ScoringPreset.model_validate(
             {**chosen.model_dump(), **{k: v for k, v in given.items() if v is not None}})
-        if self.scoring.timeout_s <= 0 or self.scoring.search_budget_s < 0 or (
-                self.scoring.artifact_budget_s is not None
-                and self.scoring.artifact_budget_s <= 0):
-            raise ValueError("timeout_s and artifact_budget_s must be > 0, search_budget_s >= 0")
         # what a worker needs to build the same reward (the runner and executor stay here)
         self.options: dict[str, Any] = {
             "tasks": str(tasks) if tasks is not None else None, "seed": seed,

@@ -138,6 +138,8 @@ def test_unresolved_scores_zero_under_the_paper_setting_and_abstains_under_ours(
         BehaveRTLReward(unresolved="skip")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="preset"):
         BehaveRTLReward(preset="slow")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="search_budget_s"):
+        BehaveRTLReward(search_budget_s=-1.0)
 
 
 def test_scoring_presets_are_ours_and_the_papers() -> None:

@@ -319,9 +319,10 @@ def _solve(unrolled: _Unrolling, condition: Callable[[Any], Any],
 
 #: Z3's default context, which the encoding uses, is not thread-safe: two searches at once in
 #: one process (a reward's checks on its worker threads) raised "Context mismatch" and stopped
-#: with solver "error", leaving a wrong design's verdict at the random baseline's. Searches in
-#: one process therefore take turns; time spent waiting counts against the waiting search's
-#: deadline. Processes (an executor such as Ray) search in parallel.
+#: with solver "error", leaving a wrong design's verdict at the random baseline's, and eight at
+#: once crashed the interpreter (SIGSEGV). Searches in one process therefore take turns; time
+#: spent waiting counts against the waiting search's deadline. Processes (an executor such as
+#: Ray) search in parallel.
 _Z3_LOCK = threading.Lock()
 
 
