@@ -56,7 +56,7 @@ def episode(task, host, runner) -> dict[str, float]:
         env.reset()
         while not env.done:
             t = time.perf_counter()
-            reply = agent.respond(env.messages, env.tools)
+            reply = agent.respond(env.context(), env.tools)
             times["agent (scripted)"] += time.perf_counter() - t
             env.step(reply)
         t = time.perf_counter()

@@ -528,10 +528,14 @@ class Orchestrator:
         generator = self.generator_for(role)
         action = AgentAction(agent=role.name, focus=role.settings.focus,
                              reason="the task has no testbench")
+        # the role's retrieval depth (k 4, the paper's): reference designs of similar circuits
+        # help write the testbench's reference model; the task's own stay out (run.guard)
+        knowledge = self._retrieve(run, role, action, 0)
         feedback = ""
         for attempt in range(TESTBENCH_ATTEMPTS):
             ctx = AgentContext(task=run.task, spec=run.spec, action=action, iteration=attempt,
-                               max_iterations=TESTBENCH_ATTEMPTS, feedback=feedback)
+                               max_iterations=TESTBENCH_ATTEMPTS, feedback=feedback,
+                               knowledge=knowledge)
             request = role.build_request(ctx, request_id=f"{run.task.id}:testbench:{attempt}")
             answers = self._call(run, generator, request, role.sampling(action, seed=self.seed),
                                  agent=role.name, index=attempt)

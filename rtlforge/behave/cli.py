@@ -194,11 +194,20 @@ _TRANSACTIONS = click.option("--transactions", type=click.IntRange(min=1), defau
                              help="Transactions per sequence [default: the task's [stimulus], "
                                   "else 100].")
 _SOLVE = click.option("--solve-budget", "solve_budget", type=click.FloatRange(min=0),
-                      default=1.0, show_default=True, metavar="SECONDS",
+                      default=None, metavar="SECONDS",
                       help="Wall-clock seconds for the whole Z3 search over the goals the random "
                            "stimulus missed: directed sequences (--guided) and bounded "
                            "unreachability proofs, within --solve-steps transactions from reset "
-                           "(0: off; needs z3-solver).")
+                           "(0: off; needs z3-solver) [default: 1; 600 with --preset paper].")
+_PRESET = click.option("--preset", type=click.Choice(["fast", "paper"]), default="fast",
+                       show_default=True,
+                       help="Scoring budget: fast (ours) or paper (the BEHAVE paper's: up to "
+                            "600 s of goal-guided search within 1,200 s per artifact). Options "
+                            "given explicitly still win.")
+
+#: --preset's values: (search seconds, artifact budget seconds, seconds per tool run)
+_PRESETS: dict[str, tuple[float, float | None, float]] = {
+    "fast": (1.0, None, 120.0), "paper": (600.0, 1200.0, 1200.0)}
 _STEPS = click.option("--solve-steps", "solve_steps", type=click.IntRange(1, 16), default=4,
                       show_default=True, help="Sequence length bound of that proof.")
 _GUIDED = click.option("--guided/--no-guided", default=True, show_default=True,
@@ -222,8 +231,8 @@ def behave() -> None:
 @_SEED
 @_SEQUENCES
 @_TRANSACTIONS
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
-              help="Wall-clock seconds per tool run.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Wall-clock seconds per tool run [default: 120; 1,200 with --preset paper].")
 @click.option("--backend", type=click.Choice(["icarus", "verilator", "cocotb"]),
               default="icarus", show_default=True,
               help="Simulator: Icarus; Verilator (a build of seconds, fast on long runs); "
@@ -231,18 +240,22 @@ def behave() -> None:
 @_SOLVE
 @_STEPS
 @_GUIDED
+@_PRESET
 @click.option("--rtl-coverage", "rtl_coverage", is_flag=True,
               help="Also build the design with Verilator --coverage on the same stimulus and "
                    "report line/toggle coverage and the uncovered points (slow: a C++ build).")
 def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as_json: bool,
-          seed: int, sequences: int | None, transactions: int | None, timeout: float,
-          backend: str, solve_budget: float, solve_steps: int, guided: bool,
-          rtl_coverage: bool) -> None:
+          seed: int, sequences: int | None, transactions: int | None, timeout: float | None,
+          backend: str, solve_budget: float | None, solve_steps: int, guided: bool,
+          preset: str, rtl_coverage: bool) -> None:
     """Simulate DESIGN files in the task's generated testbench and judge them against B*."""
     from rtlforge.behave.sim.check import check_rtl
     from rtlforge.core.errors import RtlforgeError
     from rtlforge.core.models import Candidate
 
+    search_s, artifact_s, run_s = _PRESETS[preset]
+    solve_budget = search_s if solve_budget is None else solve_budget
+    timeout = run_s if timeout is None else timeout
     task, golden = _load(task_dir, rtllm_root)
     try:
         candidate = Candidate.from_files(designs)
@@ -254,9 +267,9 @@ def check(designs: tuple[Path, ...], task_dir: Path, rtllm_root: Path | None, as
         from rtlforge.behave.sim.guided import GuidedConfig, guided_check_rtl
 
         outcome = guided_check_rtl(task, candidate, golden=golden, stimulus=stim,
-                                   config=GuidedConfig(budget_s=solve_budget,
-                                                       steps=solve_steps), timeout_s=timeout,
-                                   backend=cast("SimBackend", backend))
+                                   config=GuidedConfig(budget_s=solve_budget, steps=solve_steps,
+                                                       artifact_budget_s=artifact_s),
+                                   timeout_s=timeout, backend=cast("SimBackend", backend))
         result = outcome.result
     else:
         result = check_rtl(task, candidate, stimulus=stim, golden=golden.instance(),
@@ -295,14 +308,18 @@ def _rtl_coverage(task: Any, candidate: Any, config: Any, outcome: Any, timeout:
 @_SOLVE
 @_STEPS
 @_GUIDED
+@_PRESET
 def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | None,
                         as_json: bool, seed: int,
-                        sequences: int | None, transactions: int | None, solve_budget: float,
-                        solve_steps: int, guided: bool) -> None:
+                        sequences: int | None, transactions: int | None,
+                        solve_budget: float | None, solve_steps: int, guided: bool,
+                        preset: str) -> None:
     """Check a behaviour-DSL model (B̂: checked and interpreted, never run) against B*."""
     from rtlforge.behave.sim.check import check_model
     from rtlforge.behave.sim.golden import TaskModelError, load_task_model, read_model_file
 
+    search_s, artifact_s, _ = _PRESETS[preset]
+    solve_budget = search_s if solve_budget is None else solve_budget
     task, golden = _load(task_dir, rtllm_root)
     try:
         model = load_task_model(task, read_model_file(model_path), name=model_path.stem)
@@ -318,7 +335,8 @@ def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | Non
 
         outcome = guided_check_model(task, model, golden=golden, stimulus=stim,
                                      config=GuidedConfig(budget_s=solve_budget,
-                                                         steps=solve_steps))
+                                                         steps=solve_steps,
+                                                         artifact_budget_s=artifact_s))
         _report(outcome.result, golden, as_json, solve_budget, solve_steps, outcome)
         return
     result = check_model(task, model, stimulus=stim, golden=golden.instance())
@@ -332,9 +350,14 @@ def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | Non
 @click.option("--model", "model_name", required=True, help="The served model's name.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the API key (unset: no key sent).")
-@click.option("--max-turns", type=click.IntRange(1, 10_000), default=20, show_default=True)
-@click.option("--max-tool-calls", type=click.IntRange(1, 100_000), default=60,
-              show_default=True)
+@click.option("--max-turns", type=click.IntRange(1, 10_000), default=60, show_default=True,
+              help="Turns per episode (the BEHAVE paper's 60).")
+@click.option("--max-tool-calls", type=click.IntRange(1, 100_000), default=None,
+              help="Tool calls per episode [default: no cap beyond turns x 8 calls a turn].")
+@click.option("--max-context-chars", type=click.IntRange(min=1024), default=96_000,
+              show_default=True,
+              help="Context shown to the model, in characters: past it the oldest turns are "
+                   "dropped (the task and the latest tool results stay).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None,
               help="Token budget of the episode (prompt + completion, as the server counts).")
 @click.option("--temperature", type=float, default=0.2, show_default=True)
@@ -350,7 +373,8 @@ def check_model_command(model_path: Path, task_dir: Path, rtllm_root: Path | Non
 @_SEQUENCES
 @_TRANSACTIONS
 def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: str,
-                  max_turns: int, max_tool_calls: int, max_tokens: int | None,
+                  max_turns: int, max_tool_calls: int | None, max_context_chars: int,
+                  max_tokens: int | None,
                   temperature: float, timeout: float, attempts: int, output: Path | None,
                   as_json: bool, seed: int, sequences: int | None,
                   transactions: int | None) -> None:
@@ -372,7 +396,7 @@ def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: s
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     config = EnvConfig(max_turns=max_turns, max_tool_calls=max_tool_calls,
-                       max_tokens=max_tokens,
+                       max_context_chars=max_context_chars, max_tokens=max_tokens,
                        hidden_stimulus=_stimulus(seed, sequences, transactions))
     result = run_episode(task, agent, host=command_host(), config=config)
     if output is not None:
@@ -380,6 +404,7 @@ def agent_command(task_dir: Path, base_url: str, model_name: str, api_key_env: s
     summary_obj = {
         "task": result.task_id, "end_reason": result.end_reason,
         "submitted": result.submitted, "turns": result.turns,
+        "evicted_turns": result.evicted_turns,
         "tool_calls": len(result.tool_calls), "unresolved": result.unresolved,
         "rtl": {"status": result.rtl.status,
                 "verdict": result.rtl.result.verdict if result.rtl.result else None},

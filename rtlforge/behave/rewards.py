@@ -16,9 +16,22 @@ tasks=DIR)`` and the GRPO trainer's ``reward: behave-rtl`` find them by name):
   failure late in the stimulus, after the golden's branches were exercised, scores more than
   one at the first transaction: partial credit that still ranks every pass above every failure.
 
-Unresolved is ``None``, never 0: an ``infra_error`` (sandbox, tool, a golden that does not load)
-or a wall-clock ``timeout`` says nothing about the artifact, and a zero would teach the policy
-it was wrong. A design that stops making progress is a watchdog ``fail`` (the design's fault).
+Unresolved is ``None`` by default, never 0: an ``infra_error`` (sandbox, tool, a golden that does
+not load) or a wall-clock ``timeout`` says nothing about the artifact, and a zero would teach the
+policy it was wrong. A design that stops making progress is a watchdog ``fail`` (the design's
+fault). The BEHAVE paper (Appendix D.2) counts unresolved evaluations as zero instead:
+``unresolved="zero"`` (the ``paper`` preset's) scores a ``timeout`` (the evaluation's budget ran
+out) 0.0, flagged ``timeout``; an ``infra_error`` or an unusable task abstains under both, since
+our standard is that an infrastructure failure is never scored as a wrong artifact.
+
+How long a check may take is a preset (``preset``): ``fast`` (the default) simulates the seeded
+random stimulus and the edge sweep with ``timeout_s`` 120 s per tool run and no goal-guided
+search; ``paper`` is the paper's scoring budget, 1,200 s per artifact of which up to 600 s go
+to goal-guided search (:data:`~rtlforge.behave.sim.guided.PAPER_SCORING`), and
+``unresolved="zero"``. ``search_budget_s``, ``artifact_budget_s``, ``timeout_s`` and
+``unresolved`` set one value of the preset each. With goal-guided search, ``behave-coverage``
+still counts goals on the random stimulus: the directed sequences decide pass or fail, and a
+failure in them counts every goal the random stimulus reached.
 
 The task reaches the reward per sample: a ``behave_task`` column (a task directory or a loaded
 :class:`BehaveTask`), or a ``task_id`` column naming a task directory under the ``tasks`` option
@@ -42,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from rtlforge.behave.sim.check import BehaveResult, check_model, check_rtl
 from rtlforge.behave.sim.golden import (
@@ -50,6 +63,12 @@ from rtlforge.behave.sim.golden import (
     TaskModelError,
     golden_model,
     load_task_model,
+)
+from rtlforge.behave.sim.guided import (
+    PAPER_SCORING,
+    GuidedConfig,
+    guided_check_model,
+    guided_check_rtl,
 )
 from rtlforge.behave.sim.stimulus import Stimulus, StimulusConfig, generate_stimulus
 from rtlforge.behave.sim.task import TASK_FILE, BehaveTask, BehaveTaskError, load_behave_task
@@ -66,8 +85,9 @@ from rtlforge.rewards.columns import completion_text
 if TYPE_CHECKING:
     from rtlforge.behave.model import BehaviorModel
 
-__all__ = ["BehaveCheckWork", "BehaveCoverageReward", "BehaveModelReward", "BehaveRTLReward",
-           "BehaveRewardDetail", "extract_model_source", "register_rewards"]
+__all__ = ["SCORING_PRESETS", "BehaveCheckWork", "BehaveCoverageReward", "BehaveModelReward",
+           "BehaveRTLReward", "BehaveRewardDetail", "ScoringPreset", "extract_model_source",
+           "register_rewards", "reward_means"]
 
 #: A behaviour model that does not check or does not fit the task's interface.
 MODEL_INVALID = "model_invalid"
@@ -79,6 +99,38 @@ _THINK_END = re.compile(r"</think>", re.I)
 _FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*+)[^\n`]*+\n(.*?)(?:```|\Z)", re.S)
 _MODEL_CLASS = re.compile(r"^class\s+\w+\s*\(\s*Model\s*\)\s*:", re.M)
 _PY_LANGS = {"", "python", "py", "python3"}
+
+
+Unresolved = Literal["abstain", "zero"]
+
+
+class ScoringPreset(BaseModel):
+    """How a BEHAVE reward checks an artifact and scores an unresolved check.
+
+    ``timeout_s``: wall-clock seconds per tool run; ``search_budget_s``: goal-guided search
+    (0: none); ``artifact_budget_s``: the whole check of one artifact (None: no cap beyond
+    ``timeout_s`` per run); ``unresolved``: what a ``timeout`` scores (``abstain``: None,
+    ``zero``: 0.0)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout_s: float = Field(gt=0)
+    search_budget_s: float = Field(ge=0)
+    artifact_budget_s: float | None = Field(gt=0)
+    unresolved: Unresolved
+
+
+#: ``fast``: ours (a check in seconds; unresolved abstains). ``paper``: BEHAVE Appendix D.2 as
+#: issue 25 quotes it: 1,200 s per artifact, up to 600 s of goal-guided search, unresolved
+#: evaluations count as zero (a tool run may use the whole artifact budget).
+SCORING_PRESETS: dict[str, ScoringPreset] = {
+    "fast": ScoringPreset(timeout_s=120.0, search_budget_s=0.0, artifact_budget_s=None,
+                          unresolved="abstain"),
+    "paper": ScoringPreset(timeout_s=PAPER_SCORING.artifact_budget_s or 1200.0,
+                           search_budget_s=PAPER_SCORING.budget_s,
+                           artifact_budget_s=PAPER_SCORING.artifact_budget_s,
+                           unresolved="zero"),
+}
 
 
 class BehaveRewardDetail(BaseModel):
@@ -165,8 +217,16 @@ class _BehaveReward(Reward):
         seed: the stimulus seed.
         sequences: random stimulus sequences per check (unset: the task's, then 50).
         transactions: transactions per sequence (unset: the task's, then 100).
-        timeout_s: wall-clock seconds per tool run.
+        timeout_s: wall-clock seconds per tool run (unset: the preset's, 120 / 1,200).
         workers: RTL checks run in parallel.
+        preset: the scoring budget and unresolved policy (:data:`SCORING_PRESETS`): ``fast``
+            (ours, the default) or ``paper`` (the BEHAVE paper's).
+        unresolved: what a ``timeout`` scores: ``abstain`` (None) or ``zero`` (0.0, the
+            paper's); unset: the preset's. An ``infra_error`` abstains under both.
+        search_budget_s: seconds of goal-guided search per artifact (0: none); unset: the
+            preset's (0 / 600).
+        artifact_budget_s: wall-clock seconds for the whole check of one artifact; unset: the
+            preset's (none / 1,200).
         runner: the sandbox runner checks run in; by default one is made on first use and kept
             until :meth:`close`.
         executor: checks go through it instead of the ``workers`` threads; a remote one
@@ -178,14 +238,25 @@ class _BehaveReward(Reward):
 
     def __init__(self, tasks: str | Path | None = None, *, seed: int = 0,
                  sequences: int | None = None, transactions: int | None = None,
-                 timeout_s: float = 120.0, workers: int = 4, runner: Any = None,
-                 executor: Executor | None = None) -> None:
+                 timeout_s: float | None = None, workers: int = 4, runner: Any = None,
+                 executor: Executor | None = None, preset: Literal["fast", "paper"] = "fast",
+                 unresolved: Unresolved | None = None, search_budget_s: float | None = None,
+                 artifact_budget_s: float | None = None) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
+        if preset not in SCORING_PRESETS:
+            raise ValueError(f"preset must be one of {sorted(SCORING_PRESETS)}, not {preset!r}")
+        chosen = SCORING_PRESETS[preset]
+        given = {"timeout_s": timeout_s, "search_budget_s": search_budget_s,
+                 "artifact_budget_s": artifact_budget_s, "unresolved": unresolved}
+        # validated as a ScoringPreset: a misspelt policy or a negative budget is a ValueError
+        self.scoring = ScoringPreset.model_validate(
+            {**chosen.model_dump(), **{k: v for k, v in given.items() if v is not None}})
         # what a worker needs to build the same reward (the runner and executor stay here)
         self.options: dict[str, Any] = {
             "tasks": str(tasks) if tasks is not None else None, "seed": seed,
-            "sequences": sequences, "transactions": transactions, "timeout_s": timeout_s}
+            "sequences": sequences, "transactions": transactions, "preset": preset,
+            **self.scoring.model_dump()}
         self.executor = executor
         self.tasks = Path(tasks) if tasks is not None else None
         given = {"sequences": sequences, "transactions": transactions}
@@ -193,7 +264,7 @@ class _BehaveReward(Reward):
         # [stimulus], then the defaults (generate_stimulus reads model_fields_set)
         self.stimulus_config = StimulusConfig(
             seed=seed, **{k: v for k, v in given.items() if v is not None})
-        self.timeout_s = timeout_s
+        self.timeout_s = self.scoring.timeout_s
         self.workers = workers
         self._runner = runner
         self._own_runner = runner is None
@@ -328,10 +399,24 @@ class _BehaveReward(Reward):
     def _extract(self, text: str) -> str:
         return extract_verilog(text) if self.artifact == "rtl" else extract_model_source(text)
 
+    def _guided(self) -> GuidedConfig | None:
+        """The goal-guided search and artifact budget, or None for a plain check."""
+        scoring = self.scoring
+        if scoring.search_budget_s <= 0 and scoring.artifact_budget_s is None:
+            return None
+        return GuidedConfig(budget_s=scoring.search_budget_s,
+                            artifact_budget_s=scoring.artifact_budget_s)
+
     def _check(self, prep: _Prepared, source: str) -> BehaveResult:
         assert prep.golden is not None and prep.stimulus is not None
+        guided = self._guided()
         if self.artifact == "rtl":
-            return check_rtl(prep.task, Candidate.from_source(source), runner=self.runner(),
+            candidate = Candidate.from_source(source)
+            if guided is not None:
+                return guided_check_rtl(prep.task, candidate, golden=prep.golden,
+                                        stimulus=prep.stimulus, config=guided,
+                                        runner=self.runner(), timeout_s=self.timeout_s).result
+            return check_rtl(prep.task, candidate, runner=self.runner(),
                              stimulus=prep.stimulus, golden=prep.golden.instance(),
                              timeout_s=self.timeout_s)
         try:
@@ -339,6 +424,9 @@ class _BehaveReward(Reward):
         except TaskModelError as exc:  # the artifact's fault: an error verdict, as the CLI's
             return BehaveResult(verdict="error", artifact="model", metrics={MODEL_INVALID: 1},
                                 message=f"the model does not check: {exc}")
+        if guided is not None:
+            return guided_check_model(prep.task, model, golden=prep.golden,
+                                      stimulus=prep.stimulus, config=guided).result
         return check_model(prep.task, model, stimulus=prep.stimulus,
                            golden=prep.golden.instance())
 
@@ -354,12 +442,17 @@ class _BehaveReward(Reward):
                                       reason=f"no {what} in the completion: {item}")
         result = results[item]
         base = {"task_id": task_id, "verdict": result.verdict, "mismatches": result.mismatches}
-        if unresolved(result.verdict):  # the policy every reward shares: abstain
-            infra = result.verdict is Verdict.INFRA_ERROR
+        if unresolved(result.verdict):
+            if result.verdict is Verdict.INFRA_ERROR:  # abstains under every policy
+                return BehaveRewardDetail(**base, reward=None, flags=(INFRA,),
+                                          reason=f"infrastructure failure: {result.message}")
+            if self.scoring.unresolved == "zero":  # the paper's: an unresolved check is a 0
+                return BehaveRewardDetail(
+                    **base, reward=0.0, flags=(TIMEOUT,),
+                    reason=f"unresolved, counted as 0 (unresolved='zero'): {result.message}")
             return BehaveRewardDetail(
-                **base, reward=None, flags=(INFRA if infra else TIMEOUT,),
-                reason=(f"infrastructure failure: {result.message}" if infra
-                        else f"a tool ran past its time limit: {result.message}"))
+                **base, reward=None, flags=(TIMEOUT,),
+                reason=f"a tool ran past its time limit: {result.message}")
         flags = (MODEL_INVALID,) if result.metrics.get(MODEL_INVALID) else ()
         reward, extra = self._reward(prep, result)
         return BehaveRewardDetail(**base, **extra, reward=reward, flags=flags,
@@ -368,6 +461,21 @@ class _BehaveReward(Reward):
     def _reward(self, prep: _Prepared, result: BehaveResult) -> tuple[float, dict[str, Any]]:
         """The number for a resolved verdict (pass, fail, error), and detail fields."""
         return (1.0 if result.verdict == "pass" else 0.0), {}
+
+
+def reward_means(details: Sequence[BehaveRewardDetail]) -> dict[str, float | int | None]:
+    """Both ways of averaging a batch's rewards, for reporting: ``mean_abstain`` leaves every
+    unresolved check out (ours), ``mean_zero`` counts a ``timeout`` as 0 (the paper's); both
+    leave out infrastructure failures and unusable tasks. Which one the rewards themselves
+    used is the reward's ``unresolved`` option; these are computed from the details either
+    way."""
+    resolved = [d.reward for d in details if d.reward is not None and TIMEOUT not in d.flags]
+    timeouts = sum(TIMEOUT in d.flags for d in details)
+    with_zero = resolved + [0.0] * timeouts
+    return {"mean_abstain": sum(resolved) / len(resolved) if resolved else None,
+            "mean_zero": sum(with_zero) / len(with_zero) if with_zero else None,
+            "timeouts": timeouts,
+            "abstained": sum(d.reward is None and TIMEOUT not in d.flags for d in details)}
 
 
 def _reason(result: BehaveResult) -> str | None:

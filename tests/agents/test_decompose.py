@@ -23,7 +23,7 @@ from rtlforge.agents.decompose import (
 from rtlforge.agents.decompose.verilog import module_ports, split_modules
 from rtlforge.agents.trace import ThoughtKind, Trace
 from rtlforge.core.errors import InfraError
-from rtlforge.core.models import SourceFile, Verdict
+from rtlforge.core.models import SourceFile, Task, Verdict
 from rtlforge.tasks.loader import load_task, load_tasks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,6 +94,30 @@ def test_complexity_threshold_is_three_distinct_components():
     assert is_complex("a FIFO, a UART and a counter")
     assert not is_complex("a FIFO and a UART, plus another FIFO")
     assert is_complex("a FIFO and a UART", threshold=2)
+
+
+def test_the_papers_soc_example_is_decomposed():
+    """ChipCraftBrain's own case study (the RISC-V SoC): its one-line description names five
+    components (the RISC-V core, cache, bus, UART, GPIO), so it is decomposed. Before the
+    cpu, bus and gpio keywords it found two (cache, UART) and stayed one module."""
+    spec = "RISC-V SoC with cache, bus, UART, and GPIO"
+    assert component_keywords(spec) == ("uart", "cache", "cpu", "bus", "gpio")
+    assert is_complex(spec)
+    soc = Task(id="soc", spec=spec, top="soc")
+    assert Decomposer(Script()).applies(soc)
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("A 5-stage RISC-V pipeline with a register file.", ("register file", "cpu", "pipeline")),
+    ("An RV32I processor core.", ("cpu",)),
+    ("A microprocessor on an AXI interconnect with two buses.", ("cpu", "bus")),
+    # signal names, not components: a data or address bus, a busy flag
+    ("An 8-bit data bus, a 16-bit address bus and a busy flag.", ()),
+    # a pipelined multiplier is one component (the word is an adjective there)
+    ("A pipelined multiplier.", ("multiplier",)),
+])
+def test_soc_component_keywords(spec, expected):
+    assert component_keywords(spec) == expected
 
 
 def test_bundled_tasks_are_simple_and_the_system_fixture_is_not(task):

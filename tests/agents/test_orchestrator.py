@@ -599,3 +599,42 @@ def test_retrieval_never_returns_the_task_being_solved() -> None:
     retrieval = [e for e in events if e.kind is ThoughtKind.RETRIEVAL]
     assert len(retrieval) == 1 and retrieval[0].data["k"] == 3  # the fast role's depth
     assert [hit["id"] for hit in retrieval[0].data["hits"]] == ["pattern-dut"]
+
+
+def test_the_testbench_role_gets_its_retrieval_depth_with_the_task_kept_out() -> None:
+    """The Testbench role retrieves k = 4 (ChipCraftBrain's setting) once for its attempts,
+    and the reference material reaches its prompt; the task's own reference stays out."""
+    from rtlforge.agents.roles.specialists import TestbenchRole
+
+    when = date(2026, 1, 1)
+    provenance = Provenance(source="written for this test", date=when)
+    own = KnowledgeEntry(id="ref-dut", kind="reference", title="dut reference",
+                         description="a reference implementation of dut", keywords=("dut",),
+                         provenance=provenance,
+                         origin=Origin(path="/refs/dut.v", digest="0" * 64, task_id="dut"))
+    other = KnowledgeEntry(id="pattern-dut", kind="pattern", title="dut pattern",
+                           description="how to write a dut", keywords=("dut",),
+                           provenance=provenance)
+    seen: list[GenerationRequest] = []
+
+    class Recording(ScriptedGenerator):
+        def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams
+                     ) -> list[list[Generation]]:
+            seen.extend(requests)
+            return super().generate(requests, params)
+
+    events: list[ThoughtEvent] = []
+    script = {"dut": {"testbench": ["no testbench here", "still none"],
+                      "fast": [_design("dut", "// correct")]}}
+    with Orchestrator(generator=Recording(script=script), host=_host(_Fast, _Debug,
+                                                                      TestbenchRole),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
+                      retriever=KeywordRetriever(entries=[own, other]),
+                      sinks=[events.append]) as orch:
+        orch.solve(TASK)
+    retrieval = [e for e in events if e.kind is ThoughtKind.RETRIEVAL and e.agent == "testbench"]
+    assert len(retrieval) == 1 and retrieval[0].data["k"] == 4
+    assert [hit["id"] for hit in retrieval[0].data["hits"]] == ["pattern-dut"]
+    prompts = [r.prompt for r in seen if r.metadata.get("agent") == "testbench"]
+    assert len(prompts) == 2 and all("how to write a dut" in p for p in prompts)
+    assert not any("a reference implementation of dut" in p for p in prompts)

@@ -70,6 +70,16 @@ def test_the_papers_settings_are_the_defaults() -> None:
     assert tuple(r.name for r in BUILTIN_ROLES if r.routed) == ROUTED_AGENTS
 
 
+def test_the_specialists_have_the_papers_settings() -> None:
+    """ChipCraftBrain's agent settings (as issue 25 quotes them): the Waveform agent samples at
+    temperature 0.4 with retrieval k 15, the Testbench agent at 0.6 with k 4 (ours were 0.2 / 3
+    and 0.3 / 0; docs/agents-roles.md)."""
+    waveform, testbench = WaveformRole().settings, TestbenchRole().settings
+    assert (waveform.temperature, waveform.retrieval_k) == (0.4, 15)
+    assert (testbench.temperature, testbench.retrieval_k) == (0.6, 4)
+    assert "{knowledge}" in RoleTemplate.load("testbench").user  # k 4 reaches the prompt
+
+
 def test_every_role_has_its_own_template_using_only_role_fields() -> None:
     names = set()
     for cls in BUILTIN_ROLES:

@@ -50,3 +50,21 @@ def test_check_guided_fails_the_mutant_and_reports_the_baseline() -> None:
     assert code == 1 and data["verdict"] == "fail"
     assert data["baseline"]["verdict"] == "pass"
     assert data["first_failure"]["inputs"] == {"code": 0xBEEF}
+
+
+def test_the_paper_preset_sets_the_papers_scoring_budget() -> None:
+    """``--preset paper`` searches up to 600 s (BEHAVE Appendix D.2) instead of our 1 s; an
+    explicit --solve-budget still wins. The CLI's preset values are PAPER_SCORING's."""
+    from rtlforge.behave.cli import _PRESETS
+    from rtlforge.behave.sim.guided import PAPER_SCORING
+
+    assert _PRESETS["paper"] == (PAPER_SCORING.budget_s, PAPER_SCORING.artifact_budget_s,
+                                 PAPER_SCORING.artifact_budget_s)
+    assert _PRESETS["fast"] == (1.0, None, 120.0)
+    small = ["--sequences", "5", "--transactions", "40"]
+    model = ("check-model", LOCK / "golden.py", "--task", LOCK, "--json", *small)
+    assert _run(*model)[1]["guided"]["budget_s"] == 1.0
+    code, data = _run(*model, "--preset", "paper")
+    assert code == 0 and data["guided"]["budget_s"] == 600.0
+    assert data["guided"]["sequences_added"] == 2  # done in milliseconds, not 600 s
+    assert _run(*model, "--preset", "paper", "--solve-budget", "3")[1]["guided"]["budget_s"] == 3

@@ -10,11 +10,14 @@ import pytest
 
 from rtlforge.behave import plugin
 from rtlforge.behave.rewards import (
+    SCORING_PRESETS,
     BehaveCoverageReward,
     BehaveModelReward,
+    BehaveRewardDetail,
     BehaveRTLReward,
     _goal_prefix,
     extract_model_source,
+    reward_means,
 )
 from rtlforge.behave.sim.golden import golden_model
 from rtlforge.behave.sim.stimulus import Stimulus, Transaction
@@ -103,6 +106,99 @@ def test_infrastructure_failure_and_timeout_abstain() -> None:
     assert detail.reward is None and detail.verdict == "timeout" and detail.flags == ("timeout",)
     # the reward ran what it had to through the runner it was given
     assert slow.tools == ["iverilog", "vvp"]
+
+
+def test_unresolved_scores_zero_under_the_paper_setting_and_abstains_under_ours() -> None:
+    """BEHAVE Appendix D.2 counts unresolved evaluations as zero. A hand-made unresolved check
+    (the simulation ran past its time limit) is 0.0 with ``unresolved="zero"`` and with the
+    ``paper`` preset, None with ``abstain`` (ours, the default); an infrastructure failure is
+    None under every setting."""
+    def slow() -> FakeRunner:
+        return FakeRunner({"iverilog": ScriptedRun(), "vvp": ScriptedRun(timed_out=True)})
+
+    def broken() -> FakeRunner:
+        return FakeRunner({"iverilog": ScriptedRun(raises=SandboxError("the jail is down"))})
+
+    answer, task = [verilog("golden.v")], [str(TASK)]
+    for options in ({"unresolved": "zero"}, {"preset": "paper"}):
+        [detail] = BehaveRTLReward(runner=slow(), **options, **SMALL).score_detailed(
+            [""], answer, behave_task=task)
+        assert (detail.reward, detail.verdict, detail.flags) == (0.0, "timeout", ("timeout",))
+        assert detail.reason.startswith("unresolved, counted as 0")
+        [detail] = BehaveRTLReward(runner=broken(), **options, **SMALL).score_detailed(
+            [""], answer, behave_task=task)
+        assert (detail.reward, detail.flags) == (None, ("infra_error",))
+    for options in ({}, {"unresolved": "abstain"}, {"preset": "paper", "unresolved": "abstain"}):
+        [detail] = BehaveRTLReward(runner=slow(), **options, **SMALL).score_detailed(
+            [""], answer, behave_task=task)
+        assert (detail.reward, detail.flags) == (None, ("timeout",))
+    coverage = BehaveCoverageReward(runner=slow(), unresolved="zero", **SMALL)
+    assert coverage.score([""], answer, behave_task=task) == [0.0]
+    with pytest.raises(ValueError, match="unresolved"):
+        BehaveRTLReward(unresolved="skip")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="preset"):
+        BehaveRTLReward(preset="slow")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="search_budget_s"):
+        BehaveRTLReward(search_budget_s=-1.0)
+
+
+def test_scoring_presets_are_ours_and_the_papers() -> None:
+    """``fast`` (ours): 120 s per tool run, no goal-guided search, no artifact cap, unresolved
+    abstains. ``paper`` (BEHAVE Appendix D.2): 1,200 s per artifact with up to 600 s of
+    goal-guided search, unresolved counts as zero. Options override one value each and travel
+    to remote workers."""
+    fast, paper = SCORING_PRESETS["fast"], SCORING_PRESETS["paper"]
+    assert (fast.timeout_s, fast.search_budget_s, fast.artifact_budget_s, fast.unresolved) == (
+        120.0, 0.0, None, "abstain")
+    assert (paper.search_budget_s, paper.artifact_budget_s, paper.unresolved) == (
+        600.0, 1200.0, "zero")
+    assert paper.timeout_s == 1200.0  # one run may use the whole artifact budget
+    reward = BehaveModelReward(preset="paper", search_budget_s=5.0)
+    assert reward.scoring == paper.model_copy(update={"search_budget_s": 5.0})
+    assert reward._guided() is not None and reward._guided().budget_s == 5.0
+    assert BehaveModelReward()._guided() is None  # ours: a plain check
+    rebuilt = BehaveModelReward(**reward.options)
+    assert rebuilt.scoring == reward.scoring
+
+
+@pytest.mark.tools
+@pytest.mark.requires_tools("iverilog", "vvp")
+def test_the_paper_preset_scores_with_goal_guided_search() -> None:
+    """magic_lock's wrong_stuck.v never opens; random stimulus never arms the lock, so our fast
+    check passes it (1.0), and the paper preset's goal-guided search reaches 0x1234, 0xBEEF and
+    fails it (0.0). The correct design passes both."""
+    pytest.importorskip("z3")
+    lock = EXAMPLES / "magic_lock"
+    answers = [fence((lock / "wrong_stuck.v").read_text(), "verilog"),
+               fence((lock / "golden.v").read_text(), "verilog")]
+    columns = {"behave_task": [str(lock)] * 2}
+    fast = BehaveRTLReward(sequences=5, transactions=40)
+    paper = BehaveRTLReward(sequences=5, transactions=40, preset="paper")
+    try:
+        assert fast.score([""] * 2, answers, **columns) == [1.0, 1.0]
+        wrong, right = paper.score_detailed([""] * 2, answers, **columns)
+        assert (wrong.reward, right.reward) == (0.0, 1.0)
+        assert wrong.verdict == "fail" and wrong.mismatches == 1
+    finally:
+        fast.close()
+        paper.close()
+
+
+def test_reward_means_report_both_averages() -> None:
+    """By hand: rewards 1, 0, a timeout and an infrastructure failure: leaving the timeout
+    out, (1 + 0) / 2 = 0.5; counting it as 0, (1 + 0 + 0) / 3 = 1/3; the infrastructure
+    failure is in neither."""
+    details = [BehaveRewardDetail(task_id="t", reward=1.0),
+               BehaveRewardDetail(task_id="t", reward=0.0),
+               BehaveRewardDetail(task_id="t", reward=None, flags=("timeout",)),
+               BehaveRewardDetail(task_id="t", reward=None, flags=("infra_error",))]
+    means = reward_means(details)
+    assert means["mean_abstain"] == 0.5 and means["mean_zero"] == pytest.approx(1 / 3)
+    assert (means["timeouts"], means["abstained"]) == (1, 1)
+    # the same batch scored with unresolved="zero": the timeout came back 0.0, same means
+    zeroed = [*details[:2], BehaveRewardDetail(task_id="t", reward=0.0, flags=("timeout",)),
+              details[3]]
+    assert reward_means(zeroed) == means
 
 
 # ------------------------------------------------------------------------------ behave_model

@@ -92,6 +92,9 @@ class SelfImproveConfig(TrainerConfig):
     learning_rate: float = Field(1e-5, gt=0)
     reward_sequences: int = Field(10, ge=1, description="BEHAVE-Sim stimulus for the reward")
     reward_transactions: int = Field(50, ge=1)
+    reward_options: dict[str, Any] = Field(
+        default_factory=dict, description="further behave-model options, e.g. preset: paper "
+        "(the paper's scoring budget; unresolved checks score 0)")
 
 
 class SelfImproveTrainer(Trainer):
@@ -143,9 +146,9 @@ class SelfImproveTrainer(Trainer):
             [p for p in self._model.parameters() if p.requires_grad],
             lr=self.config.learning_rate)
         self._reward = self.host.create(
-            "reward", "behave-model", seed=self.config.seed,
-            sequences=self.config.reward_sequences,
-            transactions=self.config.reward_transactions)
+            "reward", "behave-model", **{
+                "seed": self.config.seed, "sequences": self.config.reward_sequences,
+                "transactions": self.config.reward_transactions, **self.config.reward_options})
 
     def _seed_pool(self) -> TaskSchedule:
         from rtlforge.behave.acquire.taskpool import TaskPool
@@ -225,8 +228,11 @@ class SelfImproveTrainer(Trainer):
 
     def train_update(self, schedule: TaskSchedule) -> dict[str, Any]:
         """One update: draw groups with the schedule, score them, step on the kept ones."""
+        from rtlforge.behave.rewards import reward_means
+
         groups: dict[str, tuple[Any, int, list[float | None]]] = {}
         rows: list[dict[str, Any]] = []
+        scored_details: list[Any] = []
 
         def rollout(task_id: str) -> list[float | None]:
             prompt, directory = self._prompt(task_id)
@@ -234,6 +240,7 @@ class SelfImproveTrainer(Trainer):
             details = self._reward.score_detailed(
                 [prompt] * len(texts), texts, behave_task=[str(directory)] * len(texts))
             rewards = [d.reward for d in details]
+            scored_details.extend(details)
             for detail in details:
                 rows.append({"task_id": task_id, "update": self.step, "reward": detail.reward,
                              "feedback": detail.reason or detail.verdict or ""})
@@ -253,6 +260,8 @@ class SelfImproveTrainer(Trainer):
                 "kept": len(record.kept), "kept_tasks": list(record.kept),
                 "drawn_tasks": [g.task_id for g in record.groups],
                 "reward_mean": sum(scored) / len(scored) if scored else None,
+                # both averages whatever the reward's policy: timeouts left out / counted 0
+                "reward_mean_unresolved_zero": reward_means(scored_details)["mean_zero"],
                 "abstained": len(rows) - len(scored), "loss": loss,
                 "pool_tasks": len(schedule.state.tasks)}
 

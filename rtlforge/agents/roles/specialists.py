@@ -50,8 +50,10 @@ class WaveformRole(BuiltinRole):
     name: ClassVar[str] = "waveform"
     description: ClassVar[str] = "rule-routed: infers the circuit from a waveform table"
     routed: ClassVar[bool] = False
+    #: ChipCraftBrain's Waveform agent: temperature 0.4, retrieval k 15 (docs/agents-roles.md)
     defaults: ClassVar[RoleSettings] = RoleSettings(
-        template="waveform", temperature=0.2, retrieval_k=3, max_tokens=4096, focus=Focus.FULL)
+        template="waveform", temperature=0.4, retrieval_k=15, max_tokens=4096,
+        focus=Focus.FULL)
 
     def matches(self, task: Task, spec: str) -> str | None:
         return waveform_cue(spec)
@@ -78,14 +80,16 @@ class TestbenchRole(BuiltinRole):
     name: ClassVar[str] = "testbench"
     description: ClassVar[str] = "writes a self-checking testbench when a task has none"
     routed: ClassVar[bool] = False
+    #: ChipCraftBrain's Testbench agent: temperature 0.6, retrieval k 4 (docs/agents-roles.md)
     defaults: ClassVar[RoleSettings] = RoleSettings(
-        template="testbench", temperature=0.3, retrieval_k=0, max_tokens=4096,
+        template="testbench", temperature=0.6, retrieval_k=4, max_tokens=4096,
         focus=Focus.FULL)
 
     def fields(self, ctx: AgentContext) -> dict[str, object]:
         values = super().fields(ctx)
         # the testbench is written from the spec alone: showing the design would let its bugs
-        # leak into the expected values
+        # leak into the expected values (retrieved reference material is other designs, with
+        # the task's own kept out by the retriever's leakage guard)
         values["code"] = ""
         values["waveform"] = ""
         values["feedback"] = (f"Problems rtlforge found in your previous testbench (fix all of "

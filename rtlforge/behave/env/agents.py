@@ -77,7 +77,7 @@ def run_episode(task: BehaveTask, agent: ToolAgent, *, host: PluginHost | None =
         env.reset()
         while not env.done:
             try:
-                reply = agent.respond(list(env.messages), env.tools)
+                reply = agent.respond(env.context(), env.tools)
             except InfraError as exc:
                 env.abort(f"{type(exc).__name__}: {exc}")
                 break

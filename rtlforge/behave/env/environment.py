@@ -14,7 +14,11 @@ simulation tool that compares behaviour (``behave_self_check``) compares the RTL
 agent's *own* model. B* is loaded only by :meth:`AgentEnv.finish`, after the last turn.
 
 Ending: on ``submit``; or when the turn, tool-call or token budget is spent, or the agent
-replies without a tool call. ``EnvConfig.on_limit`` decides what the last case judges:
+replies without a tool call. The BEHAVE paper's rollouts (Appendix D.2) run up to 60 turns, the
+default here. What the model is shown each turn is :meth:`AgentEnv.context`: the transcript
+with the oldest interaction turns dropped once it outgrows ``max_context_chars``, keeping the
+task instructions and the latest tool feedback (the paper's eviction); the transcript itself
+keeps every message. ``EnvConfig.on_limit`` decides what the last case judges:
 ``"judge"`` (default) checks the workspace as it stands (design files by the naming
 convention, ``model.py`` if present) and records ``submitted=False``; ``"no_submission"``
 judges nothing (both artifacts ``missing``). An agent whose own infrastructure fails (the LLM
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rtlforge.behave.env.messages import AgentReply, Message, ToolCall
+from rtlforge.behave.env.messages import AgentReply, Message, ToolCall, fit_context
 from rtlforge.behave.env.prompt import system_prompt, task_prompt
 from rtlforge.behave.env.tools import (
     TOOLS,
@@ -81,14 +85,22 @@ _MODEL_SIDE = ("the golden model",)
 
 class EnvConfig(BaseModel):
     """Budgets and services of an episode. ``hidden_stimulus`` is B*'s check (the issue's
-    baseline by default); ``estimator`` the ``ppa_estimator`` plugin ``synthesise`` uses."""
+    baseline by default); ``estimator`` the ``ppa_estimator`` plugin ``synthesise`` uses.
+
+    ``max_turns`` is the BEHAVE paper's 60 (Appendix D.2; ours was 20); ``max_tool_calls``
+    None caps calls only by ``max_turns`` x ``max_calls_per_turn``. ``max_context_chars`` is
+    the context the model is shown, in characters of message text and tool-call arguments
+    (None: the whole transcript); past it the oldest turns are dropped (:meth:`AgentEnv.context`).
+    96,000 characters is about 24,000 tokens at 4 characters a token: room for the tools and a
+    reply in a 32k-token model."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_turns: int = Field(20, ge=1, le=10_000)
-    max_tool_calls: int = Field(60, ge=1, le=100_000)
+    max_turns: int = Field(60, ge=1, le=10_000)
+    max_tool_calls: int | None = Field(None, ge=1, le=100_000)
     max_calls_per_turn: int = Field(8, ge=1, le=100)
     max_tokens: int | None = Field(None, ge=1)
+    max_context_chars: int | None = Field(96_000, ge=1024)
     max_result_chars: int = Field(8000, ge=512, le=1_000_000)
     max_argument_chars: int = Field(256 * 1024, ge=1024, le=16 * 1024 * 1024)
     on_limit: Literal["judge", "no_submission"] = "judge"
@@ -158,6 +170,7 @@ class EpisodeResult(BaseModel):
     completion_tokens: int = 0
     seconds: float = 0.0
     agent_error: str | None = None
+    evicted_turns: int = 0  # the most interaction turns left out of one context
 
 
 def _feedback(items: Sequence[Feedback]) -> list[dict[str, Any]]:
@@ -185,6 +198,7 @@ class AgentEnv:
         self._estimator: Any = None
         self.messages: list[Message] = []
         self.records: list[ToolCallRecord] = []
+        self.evicted_turns = 0
         self.turns = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -254,10 +268,22 @@ class AgentEnv:
 
     def reset(self) -> list[Message]:
         """The opening messages: the rules, then the spec and interface."""
-        self.messages = [Message(role="system",
-                                 content=system_prompt(max_turns=self.config.max_turns)),
+        self.messages = [Message(role="system", content=system_prompt(
+                             max_turns=self.config.max_turns,
+                             evicts=self.config.max_context_chars is not None)),
                          Message(role="user", content=task_prompt(self.task))]
         return list(self.messages)
+
+    def context(self) -> list[Message]:
+        """What the model is shown for its next turn: the task instructions (the system rules
+        and the task), then as many of the latest interaction turns (an assistant message and
+        its tool results) as fit ``max_context_chars``, the latest always
+        (:func:`~.messages.fit_context`). :attr:`messages` keeps the whole transcript."""
+        if not self.messages:
+            self.reset()
+        shown, dropped = fit_context(self.messages, self.config.max_context_chars)
+        self.evicted_turns = max(self.evicted_turns, dropped)
+        return shown
 
     def abort(self, reason: str) -> None:
         """The agent's side failed (e.g. its LLM server): end unjudged and unresolved."""
@@ -288,7 +314,8 @@ class AgentEnv:
             elif index >= self.config.max_calls_per_turn:
                 result = ToolResult.failure("budget", f"at most {self.config.max_calls_per_turn}"
                                             " tool calls per turn; this one was not run")
-            elif self.tool_calls_used >= self.config.max_tool_calls:
+            elif (self.config.max_tool_calls is not None
+                  and self.tool_calls_used >= self.config.max_tool_calls):
                 result = ToolResult.failure("budget", "the tool-call budget is spent")
             else:
                 result = self._call(call)
@@ -309,7 +336,8 @@ class AgentEnv:
     def _check_budgets(self) -> None:
         if self.turns >= self.config.max_turns:
             self.end_reason = "turn_limit"
-        elif self.tool_calls_used >= self.config.max_tool_calls:
+        elif (self.config.max_tool_calls is not None
+              and self.tool_calls_used >= self.config.max_tool_calls):
             self.end_reason = "tool_call_limit"
         elif (self.config.max_tokens is not None
               and self.prompt_tokens + self.completion_tokens >= self.config.max_tokens):
@@ -546,7 +574,8 @@ class AgentEnv:
             turns=self.turns, tool_calls=tuple(self.records), transcript=tuple(self.messages),
             submission=submission, prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens, agent_error=self.agent_error,
-            seconds=round(time.perf_counter() - self._started, 4))
+            seconds=round(time.perf_counter() - self._started, 4),
+            evicted_turns=self.evicted_turns)
 
     def _judge_rtl(self, submission: Submission) -> ArtifactVerdict:
         files = tuple(SourceFile(name=n, content=t) for n, t in submission.design.items())

@@ -109,8 +109,12 @@ def interface_text(task: BehaveTask) -> str:
     return "\n".join(lines)
 
 
-def system_prompt(*, max_turns: int) -> str:
-    """The environment's rules: tools, file conventions, the behaviour-model language."""
+def system_prompt(*, max_turns: int, evicts: bool = False) -> str:
+    """The environment's rules: tools, file conventions, the behaviour-model language.
+    ``evicts``: say that the oldest turns leave the context when it fills."""
+    forget = (" When the conversation outgrows your context, the oldest turns are dropped; these "
+              "instructions, the task and the latest tool results stay, and so do your files "
+              "(list_files, read_file)." if evicts else "")
     return f"""\
 You are a hardware design agent. Write synthesisable Verilog RTL that implements the task's \
 spec on the given interface, and a behaviour model of it. Work with the tools:
@@ -128,7 +132,7 @@ reference you never see.
 Conventions: testbench files are named tb_*.v, test_*.v or *_tb.v and are never part of the \
 design; every other .v/.sv/.vh file is the design unless you name the files. The behaviour \
 model is model.py unless you name another file.
-You have at most {max_turns} turns; a reply without a tool call ends the episode.
+You have at most {max_turns} turns; a reply without a tool call ends the episode.{forget}
 
 The behaviour model language is a restricted typed Python: one file with optional UPPER_CASE \
 integer constants, Record classes for outputs, and one Model class with typed state fields, \

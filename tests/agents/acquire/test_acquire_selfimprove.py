@@ -65,6 +65,8 @@ def test_train_acquire_admit_continue(tmp_path: Path) -> None:
         ("update", ["add8", "crc"]),  # update 3: back from the cool-down
     ]
     assert summary["acquisitions"] == 1 and summary["pool_tasks"] == 3
+    first = _metrics(out)[0]  # every model is invalid: 0.0, resolved, both means 0
+    assert first["reward_mean"] == first["reward_mean_unresolved_zero"] == 0.0
     assert (out / "pool" / "tasks" / "acq001_01_popcount" / "golden.py").is_file()
     rollouts = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in rollouts] == ["add8"] * 2 + ["crc"] * 2 + [
@@ -135,6 +137,23 @@ def test_a_schedule_made_with_other_settings_is_refused(tmp_path: Path) -> None:
                       checkpoint={"resume_from": None})
     with pytest.raises(TrainerConfigError, match="other settings"):
         create_trainer(changed, host=host).train()
+
+
+def test_the_papers_schedule_and_scoring_reach_the_trainer(tmp_path: Path) -> None:
+    """The schedule is the paper's by default (12 drawn, 8 kept, cool-downs 10 and 2);
+    ``reward_options`` reach the behave-model reward, so ``preset: paper`` scores with the
+    paper's budget and counts unresolved checks as 0."""
+    from rtlforge.behave.acquire.schedule import ScheduleConfig
+
+    host = _host()
+    config = _config(tmp_path / "run", host, reward_options={"preset": "paper"})
+    assert config.schedule == ScheduleConfig()
+    assert (config.schedule.oversample, config.schedule.groups_kept) == (12, 8)
+    trainer = create_trainer(config, host=host)
+    trainer._build()
+    scoring = trainer._reward.scoring
+    assert (scoring.unresolved, scoring.search_budget_s, scoring.artifact_budget_s) == (
+        "zero", 600.0, 1200.0)
 
 
 def test_the_example_config_validates() -> None:

@@ -34,6 +34,16 @@ def _update0(schedule: TaskSchedule) -> None:
     schedule.run_update(lambda task: answers.get(task, MIXED))
 
 
+def test_the_papers_schedule_is_the_default() -> None:
+    """BEHAVE's pool schedule (Appendix D.2, as issue 25 quotes it): up to 12 groups drawn per
+    update, the first 8 complete non-constant ones kept; all-1 cools down 10 updates, all-0 2.
+    These have been the defaults since the schedule was written (git log -S groups_kept)."""
+    config = ScheduleConfig()
+    assert (config.oversample, config.groups_kept) == (12, 8)
+    assert (config.cooldown_all_pass, config.cooldown_all_fail) == (10, 2)
+    assert TaskSchedule().config == config
+
+
 def test_outcomes() -> None:
     config = ScheduleConfig()
     assert classify((1.0, 1.0), config) == "all_pass"

@@ -12,6 +12,7 @@ import pytest
 
 from rtlforge.behave.sim.golden import golden_model, load_task_model
 from rtlforge.behave.sim.guided import (
+    PAPER_SCORING,
     GuidedConfig,
     guided_check_model,
     guided_check_rtl,
@@ -21,6 +22,7 @@ from rtlforge.behave.sim.stimulus import StimulusConfig, generate_stimulus
 from rtlforge.behave.sim.task import load_behave_task
 from rtlforge.core.models import Candidate, SourceFile
 from rtlforge.sandbox.runner import SandboxRunner
+from rtlforge.testing.fake_runner import FakeRunner, ScriptedRun
 
 pytest.importorskip("z3")
 
@@ -229,6 +231,51 @@ def test_tiny_budget_is_respected(lock_task) -> None:
     assert out.search.elapsed_s < 0.5
     assert {q.status for q in out.search.queries} <= {"skipped", "timeout"}
     assert out.result == out.baseline and out.result.verdict == "pass"
+
+
+def test_the_papers_scoring_budget() -> None:
+    """BEHAVE Appendix D.2 (as issue 25 quotes it): 1,200 s per artifact, of which up to 600 s
+    of goal-guided search. Our default stays fast (2 s of search, no artifact cap)."""
+    assert (PAPER_SCORING.artifact_budget_s, PAPER_SCORING.budget_s) == (1200.0, 600.0)
+    assert PAPER_SCORING.steps == GuidedConfig().steps == 4  # the paper's bound is not quoted
+    assert (GuidedConfig().budget_s, GuidedConfig().artifact_budget_s) == (2.0, None)
+
+
+def test_a_spent_artifact_budget_is_a_timeout_without_a_run(lock_task) -> None:
+    """The artifact's budget bounds every simulation: with none of it left, the check is an
+    (unresolved) timeout and no tool runs."""
+    fake = FakeRunner()  # any tool run would fail the test (unscripted)
+    out = guided_check_rtl(lock_task, _rtl(LOCK_RTL), stimulus=SMALL, runner=fake,
+                           config=GuidedConfig(budget_s=1.0, artifact_budget_s=1e-9))
+    assert out.result.verdict == "timeout" and fake.calls == []
+    assert "scoring budget of 1e-09 s ran out" in out.result.message
+
+
+def test_a_simulation_gets_at_most_the_artifact_budget_left(lock_task) -> None:
+    """A 50 s artifact budget caps each run below its own 120 s timeout; a run that times out
+    says which budget it had."""
+    slow = FakeRunner({"iverilog": ScriptedRun(), "vvp": ScriptedRun(timed_out=True)})
+    out = guided_check_rtl(lock_task, _rtl(LOCK_RTL), stimulus=SMALL, runner=slow,
+                           timeout_s=120.0,
+                           config=GuidedConfig(budget_s=1.0, artifact_budget_s=50.0))
+    assert out.result.verdict == "timeout"
+    assert [c.tool for c in slow.calls] == ["iverilog", "vvp"]
+    assert all(c.timeout is not None and c.timeout <= 50.0 for c in slow.calls)
+    assert "of the artifact's 50 s scoring budget" in out.result.message
+
+
+def test_searches_on_several_threads_take_turns(lock_task) -> None:
+    """Z3's default context is not thread-safe: eight searches at once on threads (a reward's
+    worker pool) crashed the interpreter (SIGSEGV) or stopped with "Context mismatch" before
+    the searches took turns. Each must now search as it would alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    models = [load_task_model(lock_task, BACKDOOR, name=f"m{n}") for n in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outs = list(pool.map(lambda m: guided_check_model(
+            lock_task, m, stimulus=SMALL, config=GuidedConfig(budget_s=60.0)), models))
+    assert {o.search.solver for o in outs} == {"z3"}
+    assert {o.result.verdict for o in outs} == {"fail"}  # every search found the backdoor
 
 
 def test_zero_budget_turns_the_search_off(lock_task) -> None:
