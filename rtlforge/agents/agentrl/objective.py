@@ -32,12 +32,13 @@ def group_advantages(rewards: Sequence[float], eps: float = 1e-4) -> list[float]
     return [(r - mean) / (std + eps) for r in rewards]
 
 
-def token_logprobs(logits: Any, targets: Any, allowed: Any = None) -> Any:
-    """log π(target) per position; with ``allowed`` (token ids) the distribution is the one
-    sampling used: renormalised over those tokens."""
+def token_logprobs(logits: Any, targets: Any, allowed: Any = None,
+                   temperature: float = 1.0) -> Any:
+    """log π(target) per position under the distribution sampling used: logits divided by
+    the temperature (as TRL does) and, with ``allowed`` (token ids), renormalised over those."""
     import torch
 
-    logits = logits.float()
+    logits = logits.float() / temperature
     if allowed is not None:
         blocked = torch.full_like(logits, float("-inf"))
         blocked[..., allowed] = 0.0

@@ -313,12 +313,14 @@ class BehaveAgentTrainer(Trainer):
         for ids, mask in pack(rollout):
             seq = torch.tensor([ids], device=device)
             targets, keep = seq[:, 1:], torch.tensor([mask[1:]], device=device)
+            temperature = self.config.temperature
             logprobs = token_logprobs(self._model(input_ids=seq).logits[:, :-1], targets,
-                                      allowed)
+                                      allowed, temperature)
             ref = None
             if self.config.beta > 0:
                 with torch.no_grad():
-                    ref = token_logprobs(self._reference_logits(seq)[:, :-1], targets, allowed)
+                    ref = token_logprobs(self._reference_logits(seq)[:, :-1], targets,
+                                         allowed, temperature)
             loss, kl = masked_policy_loss(logprobs, keep, advantage, ref_logprobs=ref,
                                           beta=self.config.beta)
             total = total + loss / norm
