@@ -257,9 +257,7 @@ class BehaveAgentTrainer(Trainer):
                     rollout.add("format", turn, self._encode(close))
                     text = self._tokenizer.decode(completion, skip_special_tokens=True)
                     reply = factory.parse(text, turn)
-                    rollout.turns.append(record.model_copy(update={
-                        "completion": index,
-                        "tool_calls": tuple(c.name[:64] for c in reply.tool_calls)}))
+                    rollout.turns.append(record.model_copy(update={"completion": index}))
                     replies.append(reply)
                 answers = list(self._executor.map(
                     lambda pair: pair[0].step(pair[1]),
@@ -267,6 +265,9 @@ class BehaveAgentTrainer(Trainer):
                 for i, messages in zip(ready, answers, strict=True):
                     for message in messages:
                         rollouts[i].add("tool", turn, self._encode(self._render(message)))
+                    # the calls the environment answered (what ran, or why not)
+                    rollouts[i].turns[-1] = rollouts[i].turns[-1].model_copy(update={
+                        "tool_calls": tuple((m.name or "")[:64] for m in messages)})
                 live = [i for i in ready if not envs[i].done]
             results = list(self._executor.map(lambda env: env.finish(), envs))
         finally:

@@ -255,3 +255,26 @@ def test_the_tiny_example_learns_to_compare_before_submitting(tmp_path: Path,
         if r.rtl == "pass":
             names = [n for t in r.turns for n in t.tool_calls]
             assert names.index("compare") < names.index("submit")
+
+
+def test_lora_kl_reference_is_the_adapter_off(tmp_path: Path, host: PluginHost) -> None:
+    out = tmp_path / "lora"
+    config = _config(out, host, steps=3, env={"kind": "toy", "max_turns": 4},
+                     schedule={"groups_kept": 1, "oversample": 1, "cooldown_all_pass": 0,
+                               "cooldown_all_fail": 0}, num_generations=8,
+                     learning_rate=5e-2, beta=0.5,
+                     model={"build_tiny": {"hidden": 32, "layers": 1, "heads": 2,
+                                           "vocab_size": 400}, "threads": 1,
+                            "lora": {"r": 4, "alpha": 8}})
+    trainer = create_trainer(config, host=host)
+    trainer.train()
+    assert trainer._reference is None  # no second copy of the weights
+    metrics = _metrics(out)
+    updated = [m for m in metrics if m["grad_norm"] is not None]
+    assert len(updated) >= 2, "groups must have been mixed (seed 0: all three)"
+    # LoRA's B starts at zero: before the first update the policy is the reference, KL 0
+    assert updated[0]["kl"] == pytest.approx(0.0, abs=1e-7)
+    assert all(m["kl"] >= 0 for m in updated)
+    assert updated[-1]["kl"] > 0  # the adapter moved the policy away from the reference
+    saved = torch.load(out / "final" / "policy.pt", weights_only=True)
+    assert saved and all("lora_" in name for name in saved)  # the adapter only
