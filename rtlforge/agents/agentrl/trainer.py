@@ -85,6 +85,9 @@ class BehaveAgentConfig(TrainerConfig):
     beta: float = Field(0.0, ge=0, description="KL weight to the reference policy")
     loss_norm: Literal["rollout", "token"] = "rollout"
     advantage_eps: float = Field(1e-4, gt=0)
+    gradient_checkpointing: bool = Field(
+        False, description="recompute activations in the backward pass (long contexts on a "
+        "GPU); the loss forward then runs in train mode, so the model's dropout must be 0")
     executor: str = Field("thread", description="executor plugin for the tool calls")
     workers: int = Field(4, ge=1)
 
@@ -133,6 +136,9 @@ class BehaveAgentTrainer(Trainer):
         self._model, self._tokenizer = build_model_and_tokenizer(cfg.model, self.out_dir,
                                                                  seed=cfg.seed)
         self._model.eval()  # dropout off: the update's ratio is exactly 1
+        if cfg.gradient_checkpointing:
+            self._model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False})
         if cfg.beta > 0 and cfg.model.lora is None:
             self._reference = copy.deepcopy(self._model).requires_grad_(False)
         self._optimizer = torch.optim.AdamW(
@@ -304,35 +310,43 @@ class BehaveAgentTrainer(Trainer):
     # ------------------------------------------------------------------ the update
 
     def rollout_loss(self, rollout: Rollout, advantage: float, norm: float) -> tuple[Any, float]:
-        """This rollout's share of the update's loss (divided by ``norm``) and its summed KL."""
+        """This rollout's share of the update's loss (divided by ``norm``) and its summed KL.
+
+        Logits are computed only at the rows that predict the model's own tokens
+        (``logits_to_keep``): on a real vocabulary and a long context, the full logits of a
+        sequence would dwarf the model's activations, and the other rows carry no loss."""
         import torch
 
         device = next(self._model.parameters()).device
         total: Any = torch.zeros((), device=device)
         kl_total = 0.0
         allowed = self._allowed.to(device) if self._allowed is not None else None
+        temperature = self.config.temperature
         for ids, mask in pack(rollout):
+            rows = [t for t in range(len(ids) - 1) if mask[t + 1]]
+            if not rows:
+                continue
             seq = torch.tensor([ids], device=device)
-            targets, keep = seq[:, 1:], torch.tensor([mask[1:]], device=device)
-            temperature = self.config.temperature
-            logprobs = token_logprobs(self._model(input_ids=seq).logits[:, :-1], targets,
-                                      allowed, temperature)
+            keep = torch.tensor(rows, device=device)
+            targets = seq[0, keep + 1]
+            logits = self._model(input_ids=seq, logits_to_keep=keep).logits[0]
+            logprobs = token_logprobs(logits, targets, allowed, temperature)
             ref = None
             if self.config.beta > 0:
                 with torch.no_grad():
-                    ref = token_logprobs(self._reference_logits(seq)[:, :-1], targets,
+                    ref = token_logprobs(self._reference_logits(seq, keep), targets,
                                          allowed, temperature)
-            loss, kl = masked_policy_loss(logprobs, keep, advantage, ref_logprobs=ref,
-                                          beta=self.config.beta)
+            loss, kl = masked_policy_loss(logprobs, torch.ones_like(targets), advantage,
+                                          ref_logprobs=ref, beta=self.config.beta)
             total = total + loss / norm
             kl_total += float(kl)
         return total, kl_total
 
-    def _reference_logits(self, seq: Any) -> Any:
+    def _reference_logits(self, seq: Any, keep: Any) -> Any:
         if self._reference is not None:
-            return self._reference(input_ids=seq).logits
+            return self._reference(input_ids=seq, logits_to_keep=keep).logits[0]
         with self._model.disable_adapter():
-            return self._model(input_ids=seq).logits
+            return self._model(input_ids=seq, logits_to_keep=keep).logits[0]
 
     def update(self, kept: list[Rollout]) -> dict[str, Any]:
         """One optimizer step on the kept rollouts (advantages already set)."""
@@ -343,6 +357,8 @@ class BehaveAgentTrainer(Trainer):
             return {"loss": None, "kl": None, "grad_norm": None}
         tokens = sum(r.model_tokens for r in trained)
         self._optimizer.zero_grad()
+        if self.config.gradient_checkpointing:
+            self._model.train()  # HF checkpoints only in train mode
         loss_sum, kl_sum = 0.0, 0.0
         for rollout in trained:
             assert rollout.advantage is not None
@@ -357,6 +373,7 @@ class BehaveAgentTrainer(Trainer):
             else float("inf")
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
         self._optimizer.step()
+        self._model.eval()
         return {"loss": loss_sum, "kl": kl_sum / tokens if self.config.beta > 0 else None,
                 "grad_norm": grad_norm}
 

@@ -197,13 +197,10 @@ def test_loss_is_masked_and_normalised_per_rollout(run: tuple[BehaveAgentTrainer
     finally:
         handle.remove()
     ours = [p.grad.clone() for p in params]
+    # logits exist only at the rows that predict model tokens, and each of them carries loss
     masks = [mask for r in kept for _, mask in pack(r)]
-    assert len(masks) == len(captured)
-    for logits, mask in zip(captured, masks, strict=True):
-        grads = logits.grad[0].abs().sum(dim=-1)
-        for pos in range(len(mask) - 1):  # row pos predicts token pos + 1
-            assert (grads[pos] > 0) == bool(mask[pos + 1]), pos
-        assert grads[-1] == 0
+    assert [logits.shape[1] for logits in captured] == [sum(m[1:]) for m in masks]
+    assert all(bool((logits.grad[0].abs().sum(dim=-1) > 0).all()) for logits in captured)
 
     trainer._model.zero_grad()
     _hand_loss(trainer, kept).backward()
