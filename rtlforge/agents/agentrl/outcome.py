@@ -27,7 +27,7 @@ from rtlforge.core.untrusted import load_json
 if TYPE_CHECKING:
     from rtlforge.behave.env.environment import EpisodeResult
 
-__all__ = ["Score", "parse_tool_calls", "score_episode"]
+__all__ = ["Score", "episode_feedback", "parse_tool_calls", "score_episode"]
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _MAX_CALLS = 16
@@ -55,6 +55,20 @@ def score_episode(result: EpisodeResult, artifact: Literal["rtl", "model"]) -> S
         return Score(reward=1.0)
     timed_out = verdict.result is not None and verdict.result.verdict == "timeout"
     return Score(reward=0.0, unresolved=timed_out)
+
+
+def episode_feedback(result: EpisodeResult, artifact: Literal["rtl", "model"], *,
+                     end_reason: str | None = None) -> str:
+    """One line on how the episode ended (``end_reason`` overrides the environment's, e.g.
+    when the trainer ended it on a full context) and why its artifact did not pass."""
+    verdict = result.rtl if artifact == "rtl" else result.model
+    why = ""
+    if verdict.result is not None and verdict.status != "pass":
+        failure = verdict.result.first_failure
+        why = failure.describe() if failure is not None else verdict.result.message
+    line = f"{end_reason or result.end_reason}; {artifact}: {verdict.status}"
+    line += f": {why}" if why else ""
+    return " ".join(line.split())[:400]
 
 
 def parse_tool_calls(text: str, *, turn: int) -> AgentReply:

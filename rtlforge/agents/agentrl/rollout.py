@@ -64,6 +64,7 @@ class Rollout(BaseModel):
     reward: float | None = None
     unresolved: bool = False
     drop_reason: str | None = None
+    feedback: str = ""  # one line for acquisition's Analyst (the rollout log's reader)
     advantage: float | None = None
 
     def add(self, kind: SegmentKind, turn: int, ids: list[int] | tuple[int, ...]) -> int:

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from rtlforge.agents.agentrl.acquisition import AcquisitionConfig, acquire_round
 from rtlforge.agents.agentrl.context import select_turns
 from rtlforge.agents.agentrl.envs import (
     BehaveEnvConfig,
@@ -40,7 +41,7 @@ from rtlforge.agents.agentrl.envs import (
     ToyEnvFactory,
 )
 from rtlforge.agents.agentrl.objective import group_advantages, masked_policy_loss, token_logprobs
-from rtlforge.agents.agentrl.outcome import score_episode
+from rtlforge.agents.agentrl.outcome import episode_feedback, score_episode
 from rtlforge.agents.agentrl.rollout import Rollout, TurnRecord, pack
 from rtlforge.behave.acquire.schedule import ScheduleConfig, ScheduleState, TaskSchedule
 from rtlforge.behave.env.messages import Message
@@ -90,6 +91,8 @@ class BehaveAgentConfig(TrainerConfig):
         "GPU); the loss forward then runs in train mode, so the model's dropout must be 0")
     executor: str = Field("thread", description="executor plugin for the tool calls")
     workers: int = Field(4, ge=1)
+    acquisition: AcquisitionConfig | None = Field(
+        None, description="acquisition rounds between updates (self-improvement)")
 
 
 class BehaveAgentTrainer(Trainer):
@@ -113,6 +116,10 @@ class BehaveAgentTrainer(Trainer):
         self.out_dir = Path(config.out_dir)
         self.pool_dir = Path(config.pool) if config.pool else self.out_dir / "pool"
         self.step = 0
+        self.phase: Literal["train", "acquire"] = "train"
+        self.admitted_since = 0
+        self.acquire_attempts = 0
+        self.acquisitions = 0
         self._factory = factory
         self._model: Any = None
         self._tokenizer: Any = None
@@ -285,6 +292,8 @@ class BehaveAgentTrainer(Trainer):
             rollout.rtl, rollout.model = result.rtl.status, result.model.status
             rollout.reward, rollout.unresolved = score.reward, score.unresolved
             rollout.drop_reason = score.drop_reason
+            rollout.feedback = score.drop_reason or episode_feedback(
+                result, cfg.artifact, end_reason=rollout.end_reason)
         return rollouts
 
     def _context(self, rollout: Rollout, turn: int, prompt_ids: list[int]
@@ -403,7 +412,7 @@ class BehaveAgentTrainer(Trainer):
             for r in rollouts:
                 out.write(json.dumps(r.model_dump(mode="json")) + "\n")
         self.step += 1
-        return {"step": self.step, **_metrics(rollouts, kept), **stats,
+        return {"step": self.step, "event": "update", **_metrics(rollouts, kept), **stats,
                 "drawn_tasks": [g.task_id for g in record.groups],
                 "kept_tasks": list(record.kept), "pool_tasks": len(schedule.state.tasks),
                 "seconds": round(time.perf_counter() - started, 3)}
@@ -439,18 +448,49 @@ class BehaveAgentTrainer(Trainer):
                                truncate_after=self.step if resume is not None else None,
                                callback=self.progress) as writer:
                 while self.step < cfg.steps:
+                    if self.phase == "acquire":
+                        last = self.acquire()
+                        schedule = TaskSchedule.load(self.pool_dir / "schedule.json")
+                        writer.write(last)
+                        self._checkpoint(schedule, checkpoint_path(root, self._index()))
+                        prune_checkpoints(root, cfg.checkpoint.keep)
+                        continue
                     last = self.train_update(schedule)
                     schedule.save(self.pool_dir / "schedule.json")
+                    acq = cfg.acquisition
+                    if (acq is not None and self.step % acq.updates_per_round == 0
+                            and self.step < cfg.steps):
+                        self.phase = "acquire"
                     if self.step % cfg.logging.every == 0 or self.step == cfg.steps:
                         writer.write(last)
                     every = cfg.checkpoint.every
-                    if every is not None and self.step % every == 0:
-                        self._checkpoint(schedule, checkpoint_path(root, self.step))
+                    if self.phase == "acquire" or (every is not None and self.step % every == 0):
+                        self._checkpoint(schedule, checkpoint_path(root, self._index()))
                         prune_checkpoints(root, cfg.checkpoint.keep)
             self._checkpoint(schedule, self.out_dir / "final")
         finally:
             self.close()
-        return last
+        return {**last, "acquisitions": self.acquisitions,
+                "pool_tasks": len(schedule.state.tasks)}
+
+    def _index(self) -> int:
+        """Checkpoint number: updates and acquisition rounds both checkpoint, in one sequence."""
+        return self.step + self.acquisitions
+
+    def acquire(self) -> dict[str, Any]:
+        """One acquisition round over the rollouts of the last k updates (see .acquisition)."""
+        acq = self.config.acquisition
+        assert acq is not None
+        found = acquire_round(acq, host=self.host, pool_dir=self.pool_dir,
+                              rollout_log=self.out_dir / _ROLLOUTS,
+                              since_update=max(0, self.step - acq.updates_per_round),
+                              seed=self.config.seed)
+        self.admitted_since += len(found["admitted"])
+        self.acquire_attempts += 1
+        self.acquisitions += 1
+        if self.admitted_since >= acq.admit_min or self.acquire_attempts >= acq.max_attempts:
+            self.phase, self.admitted_since, self.acquire_attempts = "train", 0, 0
+        return {"step": self.step, "event": "acquire", **found, "phase": self.phase}
 
     def _configured_resume(self) -> Path | None:
         spec = self.config.checkpoint.resume_from
@@ -469,10 +509,12 @@ class BehaveAgentTrainer(Trainer):
             torch.save(trainable, staging / _WEIGHTS)
             self._tokenizer.save_pretrained(staging)
 
-        state = {"trainer": self.name, "update": self.step,
+        state = {"trainer": self.name, "update": self.step, "phase": self.phase,
+                 "admitted_since": self.admitted_since,
+                 "acquire_attempts": self.acquire_attempts, "acquisitions": self.acquisitions,
                  "schedule": schedule.state.model_dump(mode="json"),
                  "rollout_lines": _count_lines(self.out_dir / _ROLLOUTS)}
-        save_checkpoint(path, step=self.step, optimizer=self._optimizer,
+        save_checkpoint(path, step=self._index(), optimizer=self._optimizer,
                         save_model=write_model, state=state)
 
     def save(self, path: Path) -> None:
@@ -491,7 +533,12 @@ class BehaveAgentTrainer(Trainer):
         with torch.no_grad():
             for name, value in weights.items():
                 params[name].copy_(value)
-        self.step = int(found.state["update"])
+        state = found.state
+        self.step = int(state["update"])
+        self.phase = state["phase"]
+        self.admitted_since = int(state["admitted_since"])
+        self.acquire_attempts = int(state["acquire_attempts"])
+        self.acquisitions = int(state["acquisitions"])
         self.pool_dir.mkdir(parents=True, exist_ok=True)
         TaskSchedule(ScheduleState.model_validate(found.state["schedule"])).save(
             self.pool_dir / "schedule.json")
