@@ -89,7 +89,9 @@ class BehaveAgentConfig(TrainerConfig):
     gradient_checkpointing: bool = Field(
         False, description="recompute activations in the backward pass (long contexts on a "
         "GPU); the loss forward then runs in train mode, so the model's dropout must be 0")
-    executor: str = Field("thread", description="executor plugin for the tool calls")
+    executor: Literal["serial", "thread"] = Field(
+        "thread", description="executor for the environments' steps (in-process only: a live "
+        "environment holds its sandbox runner and cannot travel to a Ray worker)")
     workers: int = Field(4, ge=1)
     acquisition: AcquisitionConfig | None = Field(
         None, description="acquisition rounds between updates (self-improvement)")
@@ -103,7 +105,15 @@ class BehaveAgentTrainer(Trainer):
     def __init__(self, config: BehaveAgentConfig, *, host: Any = None,
                  progress: ProgressCallback | None = None,
                  factory: EnvFactory | None = None) -> None:
-        """``factory`` replaces the environment the config names (tests, embedding tools)."""
+        """Args:
+            config: the validated config (the YAML file's ``BehaveAgentConfig``).
+            host: where the executor, the environment's validators and estimator and the
+                acquisition roles come from (the default host when left out).
+            progress: called with each metrics record once it is written (the CLI draws its
+                progress bar with it).
+            factory: an environment factory that replaces the one the config's ``env`` names
+                (tests, embedding tools).
+        """
         from rtlforge.core.plugins import PluginHost
 
         if config.out_dir is None:
@@ -572,6 +582,8 @@ def _metrics(rollouts: list[Rollout], kept: list[Rollout]) -> dict[str, Any]:
         "unresolved_rate": _mean([float(r.unresolved) for r in scored]),
         "turns_mean": _mean([float(len(r.turns)) for r in rollouts]),
         "tokens_mean": _mean([float(r.model_tokens) for r in rollouts]),
+        "feedback_tokens_mean": _mean([float(sum(len(s.ids) for s in r.segments
+                                                 if s.kind == "tool")) for r in rollouts]),
         "evictions": sum(bool(t.evicted) for r in rollouts for t in r.turns),
         "tool_calls": dict(sorted(tools.items())),
         "end_reasons": _counts(r.end_reason for r in rollouts),
