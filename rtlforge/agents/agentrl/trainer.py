@@ -93,6 +93,9 @@ class BehaveAgentConfig(TrainerConfig):
         "thread", description="executor for the environments' steps (in-process only: a live "
         "environment holds its sandbox runner and cannot travel to a Ray worker)")
     workers: int = Field(4, ge=1)
+    log_tokens: bool = Field(
+        True, description="the rollout log keeps every segment's token ids (False: only its "
+        "length; a 60-turn rollout is hundreds of KB of ids)")
     acquisition: AcquisitionConfig | None = Field(
         None, description="acquisition rounds between updates (self-improvement)")
 
@@ -420,7 +423,11 @@ class BehaveAgentTrainer(Trainer):
         rollouts = [r for group in drawn for r in group]
         with (self.out_dir / _ROLLOUTS).open("a", encoding="utf-8") as out:
             for r in rollouts:
-                out.write(json.dumps(r.model_dump(mode="json")) + "\n")
+                row = r.model_dump(mode="json")
+                if not self.config.log_tokens:
+                    row["segments"] = [{"kind": s.kind, "turn": s.turn, "n": len(s.ids)}
+                                       for s in r.segments]
+                out.write(json.dumps(row) + "\n")
         self.step += 1
         return {"step": self.step, "event": "update", **_metrics(rollouts, kept), **stats,
                 "drawn_tasks": [g.task_id for g in record.groups],

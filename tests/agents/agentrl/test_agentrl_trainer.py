@@ -275,3 +275,30 @@ def test_lora_kl_reference_is_the_adapter_off(tmp_path: Path, host: PluginHost) 
     assert updated[-1]["kl"] > 0  # the adapter moved the policy away from the reference
     saved = torch.load(out / "final" / "policy.pt", weights_only=True)
     assert saved and all("lora_" in name for name in saved)  # the adapter only
+
+
+def test_gradient_checkpointing_and_a_token_free_log_change_nothing_else(
+        tmp_path: Path, host: PluginHost) -> None:
+    plain, checkpointed = tmp_path / "plain", tmp_path / "checkpointed"
+    create_trainer(_config(plain, host, steps=2), host=host).train()
+    create_trainer(_config(checkpointed, host, steps=2, gradient_checkpointing=True,
+                           log_tokens=False), host=host).train()
+    assert _metrics(plain) == _metrics(checkpointed)
+    full = [json.loads(line) for line in (plain / "rollouts.jsonl").read_text().splitlines()]
+    lean = [json.loads(line)
+            for line in (checkpointed / "rollouts.jsonl").read_text().splitlines()]
+    for a, b in zip(full, lean, strict=True):
+        assert [len(s["ids"]) for s in a["segments"]] == [s["n"] for s in b["segments"]]
+        assert {k: v for k, v in a.items() if k != "segments"} == {
+            k: v for k, v in b.items() if k != "segments"}
+
+
+def test_the_gpu_config_validates_and_names_real_tasks(host: PluginHost) -> None:
+    from rtlforge.behave.sim.task import load_behave_task
+
+    config = load_config(REPO / "examples" / "train" / "behave-agent-qwen7b.yaml", host=host)
+    assert config.env.kind == "behave" and config.env.max_turns == 60
+    assert config.model.lora is not None and config.model.device == "cuda"
+    assert config.schedule.oversample == 12 and config.schedule.groups_kept == 8
+    for path in config.tasks:
+        assert load_behave_task(REPO / path).id == Path(path).name
