@@ -180,9 +180,15 @@ class BehaveAgentTrainer(Trainer):
             self._factory = (ToyEnvFactory(env) if isinstance(env, ToyEnvConfig) else
                              BehaveEnvFactory(env, tasks=cfg.tasks, pool=self.pool_dir,
                                               host=self.host))
-        self._executor = self.host.create("executor", cfg.executor,
-                                          **({"workers": cfg.workers}
-                                             if cfg.executor == "thread" else {}))
+
+    @property
+    def executor(self) -> Any:
+        """Where environment steps run (made on first use, closed by :meth:`close`)."""
+        if self._executor is None:
+            cfg = self.config
+            options = {"workers": cfg.workers} if cfg.executor == "thread" else {}
+            self._executor = self.host.create("executor", cfg.executor, **options)
+        return self._executor
 
     def close(self) -> None:
         if self._executor is not None:
@@ -285,7 +291,7 @@ class BehaveAgentTrainer(Trainer):
                     reply = factory.parse(text, turn)
                     rollout.turns.append(record.model_copy(update={"completion": index}))
                     replies.append(reply)
-                answers = list(self._executor.map(
+                answers = list(self.executor.map(
                     lambda pair: pair[0].step(pair[1]),
                     [(envs[i], r) for i, r in zip(ready, replies, strict=True)]))
                 for i, messages in zip(ready, answers, strict=True):
@@ -295,7 +301,7 @@ class BehaveAgentTrainer(Trainer):
                     rollouts[i].turns[-1] = rollouts[i].turns[-1].model_copy(update={
                         "tool_calls": tuple((m.name or "")[:64] for m in messages)})
                 live = [i for i in ready if not envs[i].done]
-            results = list(self._executor.map(lambda env: env.finish(), envs))
+            results = list(self.executor.map(lambda env: env.finish(), envs))
         finally:
             for env in envs:
                 env.close()
