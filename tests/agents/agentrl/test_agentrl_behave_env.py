@@ -18,9 +18,10 @@ pytest.importorskip("transformers", reason="the behave-agent trainer needs the [
 
 from rtlforge.agents.agentrl.envs import BehaveEnvFactory, EpisodeEnv
 from rtlforge.agents.agentrl.rollout import Rollout
+from rtlforge.agents.agentrl.trainer import BehaveAgentTrainer
 from rtlforge.behave.env.messages import AgentReply, Message, ToolCall
 from rtlforge.core.plugins import PluginHost
-from rtlforge.trainers.config import create_trainer, parse_config
+from rtlforge.trainers.config import parse_config
 
 pytestmark = [pytest.mark.tools, pytest.mark.requires_tools("iverilog", "vvp")]
 
@@ -75,9 +76,8 @@ def test_one_update_through_the_sandboxed_environment(tmp_path: Path) -> None:
         "tasks": [str(ADD8)], "num_generations": 2, "max_new_tokens": 4,
         "context_window": 8192, "learning_rate": 1e-3, "executor": "thread", "workers": 2},
         host=host)
-    trainer = create_trainer(config, host=host)
     factory = _ScriptedFactory(config.env, tasks=config.tasks, pool=out / "pool", host=host)
-    trainer._factory = factory
+    trainer = BehaveAgentTrainer(config, host=host, factory=factory)
     trainer.train()
 
     rollouts = [Rollout.model_validate_json(line)
