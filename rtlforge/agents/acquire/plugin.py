@@ -1,7 +1,7 @@
-"""Registers the four acquisition roles through ``register_agent_roles`` and the
-``self-improve`` trainer through ``register_trainers``, as a third-party package would (its own
-entry point, ``acquire_roles``). The ``agent_role`` kind itself is declared by the agents
-plugin; this module only contributes to it."""
+"""Registers the four acquisition roles through ``register_agent_roles`` and the BEHAVE RL
+trainers (``self-improve``, ``behave-agent``) through ``register_trainers``, as a third-party
+package would (its own entry point, ``acquire_roles``). The ``agent_role`` kind itself is
+declared by the agents plugin; this module only contributes to it."""
 
 from __future__ import annotations
 
@@ -19,5 +19,7 @@ def register_agent_roles(register: Register) -> None:
 @hookimpl
 def register_trainers(register: Register) -> None:
     from rtlforge.agents.acquire.selfimprove import SelfImproveTrainer
+    from rtlforge.agents.agentrl.trainer import BehaveAgentTrainer
 
     register(SelfImproveTrainer)
+    register(BehaveAgentTrainer)

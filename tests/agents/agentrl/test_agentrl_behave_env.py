@@ -1,0 +1,101 @@
+"""One behave-agent update through the real BEHAVE environment: the tools run in the sandbox,
+the hidden check judges the submission against B*, the reward and the update follow. The
+policy (the tiny random model) writes nothing useful, so the environment's side of each
+rollout plays a script (a right design for rollout 0, a wrong one for rollout 1) while the
+policy's own sampled tokens are what the update trains: the wiring is real, the actions are
+not the policy's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch", reason="the behave-agent trainer needs the [train] extra")
+pytest.importorskip("transformers", reason="the behave-agent trainer needs the [train] extra")
+
+from rtlforge.agents.agentrl.envs import BehaveEnvFactory, EpisodeEnv
+from rtlforge.agents.agentrl.rollout import Rollout
+from rtlforge.agents.agentrl.trainer import BehaveAgentTrainer
+from rtlforge.behave.env.messages import AgentReply, Message, ToolCall
+from rtlforge.core.plugins import PluginHost
+from rtlforge.trainers.config import parse_config
+
+pytestmark = [pytest.mark.tools, pytest.mark.requires_tools("iverilog", "vvp")]
+
+ADD8 = Path(__file__).resolve().parents[3] / "examples" / "behave" / "add8"
+
+
+class _Scripted:
+    """The environment with the policy's reply replaced by a scripted one."""
+
+    def __init__(self, env: EpisodeEnv, design: str) -> None:
+        self.env = env
+        self.script = [
+            [("write_file", {"path": "add8.v", "content": design})],
+            [("compile", {"linter": "icarus"}), ("list_files", {})],
+            [("submit", {})],
+        ]
+
+    @property
+    def done(self) -> bool:
+        return self.env.done
+
+    def reset(self) -> list[Message]:
+        return self.env.reset()
+
+    def step(self, reply: AgentReply) -> list[Message]:
+        calls = self.script.pop(0)
+        return self.env.step(AgentReply(tool_calls=tuple(
+            ToolCall(id=f"s{len(self.script)}_{k}", name=name, arguments=json.dumps(args))
+            for k, (name, args) in enumerate(calls))))
+
+    def finish(self) -> Any:
+        return self.env.finish()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class _ScriptedFactory(BehaveEnvFactory):
+    def make(self, task_id: str, index: int) -> EpisodeEnv:
+        name = "golden.v" if index == 0 else "wrong_nocarry.v"
+        return _Scripted(super().make(task_id, index), (ADD8 / name).read_text())
+
+
+def test_one_update_through_the_sandboxed_environment(tmp_path: Path) -> None:
+    host = PluginHost()
+    out = tmp_path / "run"
+    config = parse_config({
+        "trainer": "behave-agent", "seed": 0, "steps": 1, "out_dir": str(out),
+        "model": {"build_tiny": {"hidden": 32, "layers": 1, "heads": 2}, "threads": 1},
+        "env": {"kind": "behave", "max_turns": 5, "hidden_sequences": 2,
+                "hidden_transactions": 5},
+        "tasks": [str(ADD8)], "num_generations": 2, "max_new_tokens": 4,
+        "context_window": 8192, "learning_rate": 1e-3, "executor": "thread", "workers": 2},
+        host=host)
+    factory = _ScriptedFactory(config.env, tasks=config.tasks, pool=out / "pool", host=host)
+    trainer = BehaveAgentTrainer(config, host=host, factory=factory)
+    trainer.train()
+
+    rollouts = [Rollout.model_validate_json(line)
+                for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert [(r.rtl, r.reward) for r in rollouts] == [("pass", 1.0), ("fail", 0.0)]
+    assert [r.end_reason for r in rollouts] == ["submitted", "submitted"]
+    assert [r.advantage for r in rollouts] == pytest.approx([1 / 1.0002, -1 / 1.0002])
+    metrics = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert metrics["rtl_pass_rate"] == 0.5 and metrics["kept_rollouts"] == 2
+    assert metrics["turns_mean"] == 3.0 and metrics["grad_norm"] > 0
+    assert metrics["tool_calls"] == {"compile": 2, "list_files": 2, "submit": 2,
+                                     "write_file": 2}
+    # the policy saw the tool declarations and the real tools' results (tokens, decoded)
+    tok = trainer._tokenizer
+    first = rollouts[0]
+    instructions = tok.decode([i for s in first.segments if s.kind == "instructions"
+                               for i in s.ids])
+    assert "<tools>" in instructions and '"behave_self_check"' in instructions
+    feedback = [tok.decode(s.ids) for s in first.segments if s.kind == "tool"]
+    assert len(feedback) == 4 and "<tool_response>" in feedback[0]
+    assert '"verdict": "pass"' in feedback[1]  # the sandboxed Icarus lint of the design
