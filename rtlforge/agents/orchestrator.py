@@ -444,7 +444,8 @@ class Orchestrator:
                          "specialist": specialist[0].name if specialist else None,
                          "routed_agents": list(self.routed), "ports": len(task.ports),
                          "has_testbench": bool(task.testbench)})
-        # a task checked by a harness of its own (a CVDP problem) has its simulation stage
+        # a simulation stage that applies without a testbench (a CVDP problem's own harness, a
+        # behaviour-model checker) already judges the task: a generated testbench adds nothing
         judged = any(v.stage == "simulate" and v.applies(task) for v in self.pipeline.validators)
         if not task.testbench and task.cocotb_module is None and not judged:
             run.judge = "none"

@@ -35,7 +35,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rtlforge.core.answers import ANSWER_FILES_KEY
@@ -275,6 +274,8 @@ def _text_files(raw: object, where: str, *, dotfiles: bool = False,
 def _load_yaml(text: str, where: str) -> Any:
     """``yaml.safe_load`` for an untrusted compose file: bounded size and nesting, and no
     anchors or aliases (a few lines of aliases expand to gigabytes)."""
+    import yaml  # only CVDP files need it, and `rtlforge validate` imports this module
+
     if len(text) > _MAX_COMPOSE_CHARS:
         raise _Bad(f"{where} is {len(text)} characters, over {_MAX_COMPOSE_CHARS}")
     try:

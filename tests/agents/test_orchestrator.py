@@ -342,6 +342,13 @@ def _marker_pipeline(*validators: Validator) -> Pipeline:
     return Pipeline(list(validators) or [MarkerCheck()])
 
 
+class TestbenchMarkerCheck(MarkerCheck):
+    """MarkerCheck as a real simulator is: it judges only a task that has a testbench."""
+
+    __test__ = False
+    needs_testbench: ClassVar[bool] = True
+
+
 TASK = make_task("dut", ports=["input a", "output y"])
 
 
@@ -628,8 +635,8 @@ def test_the_testbench_role_gets_its_retrieval_depth_with_the_task_kept_out() ->
                       "fast": [_design("dut", "// correct")]}}
     with Orchestrator(generator=Recording(script=script), host=_host(_Fast, _Debug,
                                                                       TestbenchRole),
-                      router=FastThenDebug(), pipeline=_marker_pipeline(), symbolic=False,
-                      retriever=KeywordRetriever(entries=[own, other]),
+                      router=FastThenDebug(), pipeline=_marker_pipeline(TestbenchMarkerCheck()),
+                      symbolic=False, retriever=KeywordRetriever(entries=[own, other]),
                       sinks=[events.append]) as orch:
         orch.solve(TASK)
     retrieval = [e for e in events if e.kind is ThoughtKind.RETRIEVAL and e.agent == "testbench"]
@@ -638,3 +645,25 @@ def test_the_testbench_role_gets_its_retrieval_depth_with_the_task_kept_out() ->
     prompts = [r.prompt for r in seen if r.metadata.get("agent") == "testbench"]
     assert len(prompts) == 2 and all("how to write a dut" in p for p in prompts)
     assert not any("a reference implementation of dut" in p for p in prompts)
+
+
+def test_a_simulation_stage_that_needs_no_testbench_means_no_testbench_is_written() -> None:
+    """A judge that applies without a testbench (CVDP's harness, a behaviour model) already
+    judges the task: the testbench role is not asked and the result is not marked unjudged."""
+    from rtlforge.agents.roles.specialists import TestbenchRole
+
+    seen: list[GenerationRequest] = []
+
+    class Recording(ScriptedGenerator):
+        def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams
+                     ) -> list[list[Generation]]:
+            seen.extend(requests)
+            return super().generate(requests, params)
+
+    script = {"dut": {"fast": [_design("dut", "// correct")]}}
+    with Orchestrator(generator=Recording(script=script),
+                      host=_host(_Fast, _Debug, TestbenchRole), router=FastThenDebug(),
+                      pipeline=_marker_pipeline(), symbolic=False) as orch:
+        result = orch.solve(TASK)
+    assert result.passed and result.judge != "none"
+    assert [r.metadata.get("agent") for r in seen] == ["fast"]
