@@ -34,6 +34,7 @@ from rtlforge.behave.env.messages import AgentReply, Message, ToolCall
 from rtlforge.behave.env.tools import ToolResult
 
 if TYPE_CHECKING:
+    from rtlforge.core.executor import Executor
     from rtlforge.core.plugins import PluginHost
 
 __all__ = ["BehaveEnvConfig", "BehaveEnvFactory", "EnvFactory", "EpisodeEnv", "ToyEnv",
@@ -100,15 +101,17 @@ _TOOLS_FOOTER = (
 
 class BehaveEnvFactory:
     """Pool tasks in :class:`~rtlforge.behave.env.environment.AgentEnv`s sharing one host and
-    one sandbox runner (docs/behave-env.md: one environment per rollout)."""
+    one sandbox runner (docs/behave-env.md: one environment per rollout). With ``executor``
+    (a remote one: ``ray``) the environments' tool jobs run on its workers instead."""
 
     def __init__(self, config: BehaveEnvConfig, *, tasks: Sequence[str], pool: Path,
-                 host: PluginHost) -> None:
+                 host: PluginHost, executor: Executor | None = None) -> None:
         from rtlforge.behave.sim.stimulus import StimulusConfig
 
         self.config = config
         self.pool = pool
         self.host = host
+        self.executor = executor
         self._seeds = list(tasks)
         self._runner: Any = None
         self._tasks: dict[str, Any] = {}
@@ -149,7 +152,7 @@ class BehaveEnvFactory:
         if self._runner is None:
             self._runner = SandboxRunner()
         return AgentEnv(self._task(task_id), host=self.host, runner=self._runner,
-                        config=self._env_config)
+                        config=self._env_config, executor=self.executor)
 
     def instructions(self, messages: Sequence[Message]) -> list[Message]:
         from rtlforge.behave.env.tools import openai_tools

@@ -4,7 +4,8 @@ Per update the pool schedule (:mod:`rtlforge.behave.acquire.schedule`, the paper
 groups drawn, the first 8 complete non-constant ones kept, cool-downs) draws tasks; each group
 is G rollouts of one task, run in lockstep: the policy samples one turn for every live rollout
 in one batched ``generate`` call, then every environment answers its reply's tool calls on the
-executor's threads (the tools themselves run in the sandbox). A rollout ends on ``submit``, a
+executor's threads (the tools themselves run in the sandbox, here or, with ``executor: ray``,
+on the cluster's workers as :mod:`rtlforge.behave.env.jobs`). A rollout ends on ``submit``, a
 budget, a reply without a tool call, or a context that no longer fits; then it is judged and
 scored (:mod:`.outcome`: BEHAVE-Sim on the submitted artifact against B*; unresolved = 0; an
 infrastructure failure drops the rollout, and its group is incomplete, so not kept).
@@ -89,10 +90,14 @@ class BehaveAgentConfig(TrainerConfig):
     gradient_checkpointing: bool = Field(
         False, description="recompute activations in the backward pass (long contexts on a "
         "GPU); the loss forward then runs in train mode, so the model's dropout must be 0")
-    executor: Literal["serial", "thread"] = Field(
-        "thread", description="executor for the environments' steps (in-process only: a live "
-        "environment holds its sandbox runner and cannot travel to a Ray worker)")
-    workers: int = Field(4, ge=1)
+    executor: Literal["serial", "thread", "ray"] = Field(
+        "thread", description="where the environments' steps and their tools run: serial or "
+        "thread (here), or ray (the steps on this process's threads, every tool job, the "
+        "hidden check included, on the Ray cluster's workers)")
+    workers: int = Field(4, ge=1, description="threads for the steps")
+    executor_options: dict[str, Any] = Field(
+        default_factory=dict, description="options of the executor plugin (ray: address, "
+        "workers, runtime_env, ...; see `rtlforge plugins --options --kind executor`)")
     log_tokens: bool = Field(
         True, description="the rollout log keeps every segment's token ids (False: only its "
         "length; a 60-turn rollout is hundreds of KB of ids)")
@@ -177,16 +182,23 @@ class BehaveAgentTrainer(Trainer):
         self._stop_ids = {int(i) for i in eos if i is not None}
         if self._factory is None:
             env = cfg.env
+            # tools go to the executor only when it is remote: a local pool's threads are
+            # busy running the steps that would wait for them
+            tools = self.executor if cfg.executor == "ray" else None
             self._factory = (ToyEnvFactory(env) if isinstance(env, ToyEnvConfig) else
                              BehaveEnvFactory(env, tasks=cfg.tasks, pool=self.pool_dir,
-                                              host=self.host))
+                                              host=self.host, executor=tools))
 
     @property
     def executor(self) -> Any:
         """Where environment steps run (made on first use, closed by :meth:`close`)."""
         if self._executor is None:
             cfg = self.config
-            options = {"workers": cfg.workers} if cfg.executor == "thread" else {}
+            options = dict(cfg.executor_options)
+            if cfg.executor == "thread":
+                options.setdefault("workers", cfg.workers)
+            elif cfg.executor == "ray":
+                options.setdefault("local_workers", cfg.workers)
             self._executor = self.host.create("executor", cfg.executor, **options)
         return self._executor
 

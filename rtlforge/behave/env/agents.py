@@ -21,6 +21,7 @@ from rtlforge.behave.env.messages import AgentReply, Message, ToolCall
 
 if TYPE_CHECKING:
     from rtlforge.behave.sim.task import BehaveTask
+    from rtlforge.core.executor import Executor
     from rtlforge.core.plugins import PluginHost
     from rtlforge.sandbox.runner import SandboxRunner
 
@@ -68,12 +69,13 @@ class ScriptedAgent:
 
 
 def run_episode(task: BehaveTask, agent: ToolAgent, *, host: PluginHost | None = None,
-                runner: SandboxRunner | None = None, config: EnvConfig | None = None
-                ) -> EpisodeResult:
-    """Run ``agent`` on ``task`` until it submits or a budget ends the episode, then judge."""
+                runner: SandboxRunner | None = None, config: EnvConfig | None = None,
+                executor: Executor | None = None) -> EpisodeResult:
+    """Run ``agent`` on ``task`` until it submits or a budget ends the episode, then judge.
+    ``executor`` (a remote one, e.g. ``ray``) runs the episode's tool jobs on its workers."""
     from rtlforge.core.errors import InfraError
 
-    with AgentEnv(task, host=host, runner=runner, config=config) as env:
+    with AgentEnv(task, host=host, runner=runner, config=config, executor=executor) as env:
         env.reset()
         while not env.done:
             try:

@@ -33,6 +33,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rtlforge.behave.env.jobs import (
+    CheckModelJob,
+    CheckRtlJob,
+    EnvTools,
+    EnvToolWork,
+    SynthJob,
+    SynthOutcome,
+    ValidateJob,
+    lost_outcome,
+)
 from rtlforge.behave.env.messages import AgentReply, Message, ToolCall, fit_context
 from rtlforge.behave.env.prompt import system_prompt, task_prompt
 from rtlforge.behave.env.tools import (
@@ -56,18 +66,19 @@ from rtlforge.behave.env.workspace import (
     WorkspaceError,
     WorkspaceLimits,
 )
-from rtlforge.behave.sim.check import BehaveResult, check_model, check_rtl
+from rtlforge.behave.sim.check import BehaveResult
 from rtlforge.behave.sim.golden import TaskModelError, load_task_model
 from rtlforge.behave.sim.stimulus import StimulusConfig
 from rtlforge.behave.sim.task import BehaveTask
 from rtlforge.core.errors import RtlforgeError, SecurityViolation, is_infra
+from rtlforge.core.executor import Work
 from rtlforge.core.models import Candidate, Feedback, SourceFile, Task, ValidationReport
 from rtlforge.core.untrusted import load_json
 
 if TYPE_CHECKING:
+    from rtlforge.core.executor import Executor
     from rtlforge.core.plugins import PluginHost
     from rtlforge.sandbox.runner import SandboxRunner
-    from rtlforge.validate.pipeline import Pipeline
 
 __all__ = ["AgentEnv", "ArtifactVerdict", "EndReason", "EnvConfig", "EpisodeResult",
            "Submission", "ToolCallRecord"]
@@ -187,15 +198,22 @@ class AgentEnv:
     """
 
     def __init__(self, task: BehaveTask, *, host: PluginHost | None = None,
-                 runner: SandboxRunner | None = None, config: EnvConfig | None = None) -> None:
+                 runner: SandboxRunner | None = None, config: EnvConfig | None = None,
+                 executor: Executor | None = None) -> None:
         self.task = task
         self.config = config or EnvConfig()
         self.workspace = Workspace(self.config.workspace)
         self._host = host
         self._runner = runner
         self._own_runner = runner is None
-        self._pipelines: dict[tuple[str, bool], Pipeline] = {}
-        self._estimator: Any = None
+        self._tools_here: EnvTools | None = None
+        self._executor = executor
+        self._work: Work[Any, Any] | None = None
+        if executor is not None:  # a host that cannot travel fails here, not as a tool result
+            spec = EnvToolWork(host=self.host.spec(), estimator=self.config.estimator,
+                               tool_timeout_s=self.config.tool_timeout_s)
+            self._work = Work(fn=lambda job: self._local_tools.run(job), spec=spec,
+                              lost=lost_outcome)
         self.messages: list[Message] = []
         self.records: list[ToolCallRecord] = []
         self.evicted_turns = 0
@@ -226,9 +244,9 @@ class AgentEnv:
 
     def close(self) -> None:
         """Stop what the episode started (estimator helpers, its own runner). Idempotent."""
-        if self._estimator is not None:
-            self._estimator.close()
-            self._estimator = None
+        if self._tools_here is not None:
+            self._tools_here.close()
+            self._tools_here = None
         if self._own_runner and self._runner is not None:
             self._runner.close()
             self._runner = None
@@ -248,6 +266,20 @@ class AgentEnv:
 
             self._host = PluginHost.default()
         return self._host
+
+    @property
+    def _local_tools(self) -> EnvTools:
+        if self._tools_here is None:
+            self._tools_here = EnvTools(self.host, self.runner, estimator=self.config.estimator,
+                                        tool_timeout_s=self.config.tool_timeout_s)
+        return self._tools_here
+
+    def _run(self, job: ValidateJob | CheckRtlJob | CheckModelJob | SynthJob) -> Any:
+        """A tool job's outcome: run here, or on the executor's worker when one was given
+        (the ``ray`` plugin ships the job and rebuilds the tools there from a spec)."""
+        if self._executor is None or self._work is None:
+            return self._local_tools.run(job)
+        return self._executor.run(self._work, [job])[0]
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -419,16 +451,6 @@ class AgentEnv:
     def _core_task(self, testbench: tuple[SourceFile, ...] = ()) -> Task:
         return Task(id=self.task.id, spec="", top=self.task.top, testbench=testbench)
 
-    def _pipeline(self, toolchain: str, simulate: bool) -> Pipeline:
-        key = (toolchain, simulate)
-        if key not in self._pipelines:
-            from rtlforge.validate.pipeline import Pipeline
-
-            self._pipelines[key] = Pipeline.build(
-                self.host, simulator=toolchain, lint=True, simulate=simulate,
-                runner=self.runner, timeout=self.config.tool_timeout_s)
-        return self._pipelines[key]
-
     def _report(self, report: ValidationReport, what: str) -> ToolResult:
         verdict = report.verdict.value
         stages = [{"stage": s.name, "verdict": s.verdict.value} for s in report.stages]
@@ -445,40 +467,42 @@ class AgentEnv:
 
     def _compile(self, args: CompileArgs) -> ToolResult:
         design = self._design(args.design)
-        report = self._pipeline(args.linter, False).validate(
-            self._core_task(), Candidate(files=design))
+        report = self._run(ValidateJob(toolchain=args.linter, simulate=False,
+                                       task=self._core_task(), candidate=Candidate(files=design)))
         return self._report(report, f"compile with {args.linter}")
 
     def _run_testbench(self, args: RunTestbenchArgs) -> ToolResult:
         tb = self.workspace.sources([self.workspace.check_name(args.testbench)])
         design = self._design(args.design, exclude=args.testbench)
-        report = self._pipeline("icarus", True).validate(self._core_task(tb),
-                                                         Candidate(files=design))
+        report = self._run(ValidateJob(toolchain="icarus", simulate=True,
+                                       task=self._core_task(tb), candidate=Candidate(files=design)))
         result = self._report(report, f"testbench {args.testbench}")
         sim = next((s for s in report.stages if s.name.endswith("-sim")), None)
         if sim is not None:
             result = result.model_copy(update={"data": {**result.data, "output": sim.log}})
         return result
 
-    def _load_model(self, name: str) -> Any:
+    def _load_model(self, name: str) -> str:
+        """The model's source, once the checker accepts it (its problems are the agent's)."""
         source = self.workspace.read(name)
         try:
-            return load_task_model(self.task, source, name=name.rsplit(".", 1)[0])
+            load_task_model(self.task, source, name=name.rsplit(".", 1)[0])
         except TaskModelError as exc:
             raise _ModelProblem(str(exc), exc.line, exc.construct) from exc
+        return source
 
     def _self_check(self, args: SelfCheckArgs) -> ToolResult:
         try:
-            model = self._load_model(args.model)
+            source = self._load_model(args.model)
         except _ModelProblem as exc:
             return ToolResult.failure("model_error", f"{args.model} is not a usable behaviour "
                                       f"model: {exc}", line=exc.line, construct=exc.construct)
         design = self._design(args.design)
         stimulus = StimulusConfig(seed=args.seed, sequences=args.sequences,
                                   transactions=args.transactions)
-        result = check_rtl(self.task, Candidate(files=design), runner=self.runner,
-                           stimulus=stimulus, golden=model.instance(),
-                           timeout_s=self.config.tool_timeout_s)
+        result = self._run(CheckRtlJob(task=self.task, candidate=Candidate(files=design),
+                                       stimulus=stimulus, timeout_s=self.config.tool_timeout_s,
+                                       model_name=args.model, model_source=source))
         if result.verdict == "infra_error" and result.message.startswith(_MODEL_SIDE):
             # the "golden" here is the agent's model: its failure is the agent's to fix
             text = result.message.replace("the golden model", "your behaviour model")
@@ -507,19 +531,19 @@ class AgentEnv:
 
     def _synthesise(self, args: SynthesiseArgs) -> ToolResult:
         design = self._design(args.design)
-        if self._estimator is None:
-            self._estimator = self.host.create("ppa_estimator", self.config.estimator)
-        try:
-            ppa = self._estimator.estimate(Candidate(files=design), self.task.top, self.runner,
-                                           clock=self.task.clock, period_ns=args.period_ns)
-        except RtlforgeError as exc:
-            if is_infra(exc) or isinstance(exc, SecurityViolation):
-                raise
-            if isinstance(exc.__cause__, SecurityViolation):  # the estimator wraps the gate's
-                return ToolResult.failure("security", f"refused by the security gate: "
-                                          f"{exc.__cause__}")
-            return ToolResult.failure("design_error", f"synthesis failed: {exc}",
-                                      log=getattr(exc, "log", ""))
+        outcome: SynthOutcome = self._run(SynthJob(
+            candidate=Candidate(files=design), top=self.task.top, clock=self.task.clock,
+            period_ns=args.period_ns))
+        if outcome.problem == "security":
+            return ToolResult.failure("security", f"refused by the security gate: "
+                                      f"{outcome.message}")
+        if outcome.problem == "design":
+            return ToolResult.failure("design_error", f"synthesis failed: {outcome.message}",
+                                      log=outcome.log)
+        ppa = outcome.ppa
+        if ppa is None:  # problem "infra"
+            return ToolResult.failure("infra_error", f"the environment failed (not your "
+                                      f"fault): {outcome.message}")
         data = {"area_um2": round(ppa.area_um2, 3), "delay_ns": round(ppa.delay_ns, 4),
                 "power_mw": round(ppa.power_mw, 6), "cells": ppa.cells,
                 "liberty": ppa.liberty, "estimator": self.config.estimator}
@@ -579,21 +603,16 @@ class AgentEnv:
 
     def _judge_rtl(self, submission: Submission) -> ArtifactVerdict:
         files = tuple(SourceFile(name=n, content=t) for n, t in submission.design.items())
-        result = check_rtl(self.task, Candidate(files=files), runner=self.runner,
-                           stimulus=self.config.hidden_stimulus,
-                           timeout_s=self.config.hidden_timeout_s)
+        result = self._run(CheckRtlJob(task=self.task, candidate=Candidate(files=files),
+                                       stimulus=self.config.hidden_stimulus,
+                                       timeout_s=self.config.hidden_timeout_s))
         return ArtifactVerdict.of(result)
 
     def _judge_model(self, submission: Submission) -> ArtifactVerdict:
         assert submission.model_name is not None and submission.model_source is not None
-        try:
-            model = load_task_model(self.task, submission.model_source,
-                                    name=submission.model_name.rsplit(".", 1)[0])
-        except TaskModelError as exc:
-            return ArtifactVerdict.of(BehaveResult(
-                verdict="error", artifact="model", message=f"{submission.model_name}: {exc}"))
-        return ArtifactVerdict.of(check_model(self.task, model,
-                                              stimulus=self.config.hidden_stimulus))
+        return ArtifactVerdict.of(self._run(CheckModelJob(
+            task=self.task, model_name=submission.model_name,
+            model_source=submission.model_source, stimulus=self.config.hidden_stimulus)))
 
 
 class _ModelProblem(Exception):

@@ -99,3 +99,68 @@ def test_one_update_through_the_sandboxed_environment(tmp_path: Path) -> None:
     feedback = [tok.decode(s.ids) for s in first.segments if s.kind == "tool"]
     assert len(feedback) == 4 and "<tool_response>" in feedback[0]
     assert '"verdict": "pass"' in feedback[1]  # the sandboxed Icarus lint of the design
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _ray_config(out: Path, host: PluginHost) -> Any:
+    return parse_config({
+        "trainer": "behave-agent", "seed": 0, "steps": 1, "out_dir": str(out),
+        "model": {"build_tiny": {"hidden": 32, "layers": 1, "heads": 2}, "threads": 1},
+        "env": {"kind": "behave", "max_turns": 5, "hidden_sequences": 2,
+                "hidden_transactions": 5},
+        "tasks": [str(ADD8)], "num_generations": 2, "max_new_tokens": 4,
+        "context_window": 8192, "learning_rate": 1e-3, "executor": "ray", "workers": 2,
+        "executor_options": {"workers": 1, "num_cpus": 2, "runtime_env": {
+            "env_vars": {"PYTHONPATH": str(ROOT)}}}},
+        host=host)
+
+
+def test_with_executor_ray_the_environments_hand_their_tools_to_it(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from rtlforge.plugins.executors.ray_cluster import RayExecutor
+
+    host = PluginHost()
+    trainer = BehaveAgentTrainer(_ray_config(tmp_path / "run", host), host=host)
+    try:
+        trainer._build()  # builds the factory; Ray itself starts only with the first job
+        assert isinstance(trainer.executor, RayExecutor)
+        assert trainer._factory.executor is trainer.executor
+    finally:
+        trainer.close()
+
+
+class _RemoteScriptedFactory(_ScriptedFactory):
+    """Records, per rollout, whether its environment ran any tool in this process."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.envs: list[Any] = []
+
+    def make(self, task_id: str, index: int) -> EpisodeEnv:
+        env = super().make(task_id, index)
+        self.envs.append(env.env)
+        return env
+
+
+@pytest.mark.xdist_group("ray-local-cluster")  # one local cluster at a time on two cores
+def test_one_update_with_the_tools_on_a_ray_cluster(tmp_path: Path) -> None:
+    """The update of the first test, with every tool job and hidden check on Ray's workers:
+    the same rewards and advantages, nothing run by the environments themselves."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    host = PluginHost()
+    out = tmp_path / "run"
+    config = _ray_config(out, host)
+    ray_pool = host.create("executor", "ray", **config.executor_options)
+    try:
+        factory = _RemoteScriptedFactory(config.env, tasks=config.tasks, pool=out / "pool",
+                                          host=host, executor=ray_pool)
+        BehaveAgentTrainer(config, host=host, factory=factory).train()
+        assert [env._tools_here for env in factory.envs] == [None, None]
+    finally:
+        ray_pool.close()
+    rollouts = [Rollout.model_validate_json(line)
+                for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert [(r.rtl, r.reward) for r in rollouts] == [("pass", 1.0), ("fail", 0.0)]
+    assert [r.advantage for r in rollouts] == pytest.approx([1 / 1.0002, -1 / 1.0002])

@@ -243,3 +243,37 @@ def test_ppa_is_measured_on_the_workers(executor: RayExecutor) -> None:
     # the measured numbers (the flat form a detail serialises), not the run's timings
     flat = [d.model_dump()["ppa"] for d in remote]
     assert flat == [d.model_dump()["ppa"] for d in local] and remote[0].ppa is not None
+
+
+@pytest.mark.tools
+def test_an_agent_episode_runs_its_tools_on_the_workers(executor: RayExecutor) -> None:
+    """A BEHAVE agent episode with the Ray executor (what `trainer: behave-agent` with
+    `executor: ray` gives each rollout): every tool job and the hidden check run on a worker,
+    none on the episode's own tools, and the verdicts are the designs' own (udiv's golden passes
+    B*, the divider that answers 0 on a zero divisor fails it)."""
+    from rtlforge.behave.env import AgentEnv, EnvConfig, ScriptedAgent, ScriptedCall
+    from rtlforge.behave.sim.stimulus import StimulusConfig
+    from rtlforge.behave.sim.task import load_behave_task
+
+    udiv = ROOT / "examples" / "behave" / "udiv"
+    task = load_behave_task(udiv)
+    config = EnvConfig(hidden_stimulus=StimulusConfig(sequences=4, transactions=20))
+    plugins = PluginHost(allow=["iverilog", "ppa"])
+    verdicts = []
+    for design in ("golden.v", "wrong_divzero.v"):
+        agent = ScriptedAgent([
+            [ScriptedCall(name="write_file", arguments={
+                "path": "udiv.v", "content": (udiv / design).read_text()})],
+            [ScriptedCall(name="compile", arguments={})],
+            [ScriptedCall(name="synthesise", arguments={})],
+            [ScriptedCall(name="submit", arguments={})]])
+        with AgentEnv(task, host=plugins, config=config, executor=executor) as env:
+            env.reset()
+            while not env.done:
+                env.step(agent.respond(env.context(), env.tools))
+            result = env.finish()
+            assert env._tools_here is None  # nothing ran in this process
+        calls = {r.name: (r.ok, r.error) for r in result.tool_calls}
+        assert calls["compile"] == (True, None) and calls["synthesise"] == (True, None), calls
+        verdicts.append(result.rtl.status)
+    assert verdicts == ["pass", "fail"]
