@@ -369,7 +369,7 @@ class BehaveAgentTrainer(Trainer):
             seq = torch.tensor([ids], device=device)
             keep = torch.tensor(rows, device=device)
             targets = seq[0, keep + 1]
-            logits = self._model(input_ids=seq, logits_to_keep=keep).logits[0]
+            logits = self._model(input_ids=seq, logits_to_keep=keep, use_cache=False).logits[0]
             logprobs = token_logprobs(logits, targets, allowed, temperature)
             ref = None
             if self.config.beta > 0:
@@ -384,9 +384,9 @@ class BehaveAgentTrainer(Trainer):
 
     def _reference_logits(self, seq: Any, keep: Any) -> Any:
         if self._reference is not None:
-            return self._reference(input_ids=seq, logits_to_keep=keep).logits[0]
+            return self._reference(input_ids=seq, logits_to_keep=keep, use_cache=False).logits[0]
         with self._model.disable_adapter():
-            return self._model(input_ids=seq, logits_to_keep=keep).logits[0]
+            return self._model(input_ids=seq, logits_to_keep=keep, use_cache=False).logits[0]
 
     def update(self, kept: list[Rollout]) -> dict[str, Any]:
         """One optimizer step on the kept rollouts (advantages already set)."""

@@ -16,6 +16,8 @@ import pytest
 pytest.importorskip("torch", reason="the behave-agent trainer needs the [train] extra")
 pytest.importorskip("transformers", reason="the behave-agent trainer needs the [train] extra")
 
+import torch
+
 from rtlforge.agents.agentrl.envs import BehaveEnvFactory, EpisodeEnv
 from rtlforge.agents.agentrl.rollout import Rollout
 from rtlforge.agents.agentrl.trainer import BehaveAgentTrainer
@@ -26,6 +28,7 @@ from rtlforge.trainers.config import parse_config
 pytestmark = [pytest.mark.tools, pytest.mark.requires_tools("iverilog", "vvp")]
 
 ADD8 = Path(__file__).resolve().parents[3] / "examples" / "behave" / "add8"
+REPO_CONFIG = ADD8.parents[1] / "train" / "behave-agent-qwen7b.yaml"
 
 
 class _Scripted:
@@ -164,3 +167,49 @@ def test_one_update_with_the_tools_on_a_ray_cluster(tmp_path: Path) -> None:
                 for line in (out / "rollouts.jsonl").read_text().splitlines()]
     assert [(r.rtl, r.reward) for r in rollouts] == [("pass", 1.0), ("fail", 0.0)]
     assert [r.advantage for r in rollouts] == pytest.approx([1 / 1.0002, -1 / 1.0002])
+
+
+def test_the_gpu_configs_settings_run_an_update_on_a_stand_in_model(tmp_path: Path) -> None:
+    """Everything of examples/train/behave-agent-qwen7b.yaml but the 7B weights and the GPU:
+    LoRA on all linear layers, bf16, gradient checkpointing, the Qwen tool format, its schedule
+    and loss, through the real BEHAVE environment (scripted as above, so the group is mixed and
+    the update runs), with a tiny random model on the CPU and small budgets. No GPU is lent
+    here: this is how far the GPU config is checked (docs/behave-agent-rl.md)."""
+    import yaml
+
+    from rtlforge.trainers.config import load_config
+
+    host = PluginHost()
+    gpu = REPO_CONFIG.read_text(encoding="utf-8")
+    raw = yaml.safe_load(gpu)
+    model = {k: v for k, v in raw["model"].items() if k != "path"}
+    raw.update(model={**model, "build_tiny": {"hidden": 32, "layers": 2, "heads": 2},
+                      "device": "cpu", "threads": 1},
+               steps=1, num_generations=2, max_new_tokens=4, context_window=8192,
+               tasks=[str(ADD8)], workers=2, out_dir=str(tmp_path / "run"),
+               env={**raw["env"], "max_turns": 5, "hidden_sequences": 2,
+                    "hidden_transactions": 5})
+    config = parse_config(raw, host=host)
+    real = load_config(REPO_CONFIG, host=host)
+    # only the model's source and device, the budgets and the paths differ from the config
+    assert config.model.lora == real.model.lora and config.model.dtype == "bfloat16"
+    assert (config.gradient_checkpointing, config.loss_norm, config.beta, config.env.tool_format,
+            config.schedule, config.log_tokens) == (
+        real.gradient_checkpointing, real.loss_norm, real.beta, real.env.tool_format,
+        real.schedule, real.log_tokens)
+    factory = _ScriptedFactory(config.env, tasks=config.tasks, pool=tmp_path / "run" / "pool",
+                               host=host)
+    trainer = BehaveAgentTrainer(config, host=host, factory=factory)
+    trainer.train()
+    trainable = [(n, p) for n, p in trainer._model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n, _ in trainable)
+    # the frozen base in bf16; PEFT keeps the adapter's weights in fp32
+    assert {p.dtype for _, p in trainer._model.named_parameters() if not p.requires_grad} == {
+        torch.bfloat16}
+    (metrics,) = [json.loads(line) for line in
+                  (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert metrics["kept_rollouts"] == 2 and metrics["rtl_pass_rate"] == 0.5
+    assert metrics["loss"] is not None and metrics["grad_norm"] > 0
+    lines = (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()
+    assert all(set(s) == {"kind", "turn", "n"} for line in lines
+               for s in json.loads(line)["segments"])  # log_tokens: false keeps lengths only
