@@ -119,12 +119,16 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
              extras: tuple[str, ...], validator_options: tuple[str, ...], timeout: float,
              wave: Path | None, as_json: bool) -> None:
     """Validate DESIGN files: security check, lint, simulate, (synthesise), extra checks."""
+    from rtlforge.sandbox.runner import SandboxRunner
     from rtlforge.tasks.loader import load_task
     from rtlforge.validate.pipeline import Pipeline
 
     if task_dir is not None and (testbench is not None or support):
         raise click.UsageError("--task brings its own testbench and support files; "
                                "drop --testbench/--support")
+    # the gate worker and the tools' jail start while the task loads and the pipeline builds
+    runner = SandboxRunner()
+    runner.prestart()
     validators = plugin_specs(command_host(), "validator", extras, validator_options,
                               "--validator-option")
     try:
@@ -145,7 +149,8 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
                 support=tuple(_source(p) for p in support),
             )
         pipeline = Pipeline.build(command_host(), simulator=simulator, synth=synth,
-                                  simulate=simulates, extra=validators, timeout=timeout)
+                                  simulate=simulates, extra=validators, timeout=timeout,
+                                  runner=runner)
         if wave is not None:
             pipeline = _dumping_waves(pipeline, simulator, timeout)
     except (ValueError, RtlforgeError) as exc:
@@ -178,7 +183,7 @@ def _dumping_waves(pipeline: Pipeline, simulator: str, timeout: float) -> Pipeli
         stages.append(v)
     if not found:
         raise ValueError(f"--wave works with --simulator icarus only for now, not {simulator!r}")
-    return Pipeline(stages, timeout=timeout)
+    return Pipeline(stages, timeout=timeout, runner=pipeline.runner)
 
 
 def _write_wave(report: ValidationReport, dest: Path) -> dict[str, Any] | None:

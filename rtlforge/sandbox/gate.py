@@ -135,6 +135,7 @@ class Gate:
         self.memory_mb = memory_mb
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
+        self._prestarted: threading.Event | None = None  # set when a prestart has finished
         self._memo: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
         self._closed = False
 
@@ -171,12 +172,52 @@ class Gate:
         for worker in idle:
             worker.close()
 
+    def reserve_prestart(self) -> bool:
+        """Whether a prestart should start a worker (none is idle or starting); True reserves
+        it: the caller then calls :meth:`start_prestart` (after preparing its jail)."""
+        with self._lock:
+            if self._closed or self._idle or self._prestarted is not None:
+                return False
+            self._prestarted = threading.Event()
+            return True
+
+    def start_prestart(self) -> None:
+        """Start the reserved worker on a background thread and keep it idle: a one-shot
+        command overlaps the worker's start (Python and pyslang in a jail, ~70 ms) with its
+        own set-up, and its first check finds the worker ready (or waits for it rather than
+        start a second). A start that fails is dropped: the first check then starts a worker
+        itself and reports why it cannot."""
+        threading.Thread(target=self._prestart, daemon=True,
+                         name="rtlforge-gate-prestart").start()
+
+    def _prestart(self) -> None:
+        worker: _Worker | None = None
+        try:
+            worker = _Worker(self.runner, self.memory_mb)
+        except Exception as exc:  # noqa: BLE001 - the first check retries and reports it
+            log.debug("gate_prestart_failed", error=f"{type(exc).__name__}: {exc}")
+        with self._lock:
+            done, self._prestarted = self._prestarted, None
+            if worker is not None and not self._closed:
+                self._idle.append(worker)
+                worker = None
+        if worker is not None:
+            worker.close()
+        if done is not None:
+            done.set()
+
     # ------------------------------------------------------------------ plumbing
 
     def _borrow(self) -> _Worker:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
+            pending = self._prestarted
+        if pending is not None:  # started earlier than a new one would be: wait for it
+            pending.wait()
+            with self._lock:
+                if self._idle:
+                    return self._idle.pop()
         return _Worker(self.runner, self.memory_mb)
 
     def _give_back(self, worker: _Worker) -> None:

@@ -101,6 +101,12 @@ class PooledJail:
             # owned by an uid the jail does not map: it may enter, never create or chmod here
             os.chown(self.root, _UNMAPPED_UID, _UNMAPPED_UID)
 
+    def start(self) -> None:
+        """Start the init now rather than at the first tool run (a prestart)."""
+        with self.lock:
+            if self._control is None:
+                self._start()
+
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [*self._prefix_for(self.root), interpreter(), "-I", "-S", _SERVER,
@@ -267,11 +273,53 @@ class JailPool:
         #: that exits mid-run (its timeout, a signal) leaves no jail root behind.
         self._leased: set[PooledJail] = set()
         self._lock = threading.Lock()
+        self._started = threading.Condition(self._lock)  # a prestarted jail became idle
+        self._starting = 0  # prestarts in flight
         self._closed = False  # a jail given back after close() is discarded, never kept
 
-    def lease(self) -> PooledJail:
-        """An idle jail (its reset is judged before its first tool run), or a new one."""
+    def prestart(self, count: int = 1) -> None:
+        """Have ``count`` jails idle or starting: those missing start (bubblewrap and their
+        init) on background threads and are kept idle. A one-shot command so overlaps their
+        start with its own set-up, and its first workspace leases one that is already up. A
+        start that fails is dropped (the lease then starts a jail itself and reports why it
+        cannot)."""
         with self._lock:
+            if self._closed:
+                return
+            missing = max(0, count - len(self._idle) - self._starting)
+            self._starting += missing
+        for _ in range(missing):
+            threading.Thread(target=self._prestart_one, daemon=True,
+                             name="rtlforge-jail-prestart").start()
+
+    def _prestart_one(self) -> None:
+        jail: PooledJail | None = None
+        try:
+            jail = PooledJail(self._prefix_for, self._starter, self._base_dir)
+            with self._lock:  # held like a leased one: the runner's end discards it too
+                self._leased.add(jail)
+            jail.start()
+        except (SpawnerUnavailable, OSError) as exc:
+            log.debug("pooled_jail_prestart_failed", error=str(exc))
+            if jail is not None:
+                jail.discard()
+        with self._started:
+            self._starting -= 1
+            if jail is not None:
+                self._leased.discard(jail)
+                if not jail.broken and not self._closed and len(self._idle) < MAX_IDLE:
+                    self._idle.append(jail)
+                    jail = None
+            self._started.notify_all()
+        if jail is not None:
+            jail.discard()
+
+    def lease(self) -> PooledJail:
+        """An idle jail (its reset is judged before its first tool run), one a prestart is
+        bringing up (waited for: it started earlier than a new one would), or a new one."""
+        with self._started:
+            while not self._idle and self._starting > 0:
+                self._started.wait()
             jail = self._idle.pop(0) if self._idle else None  # the longest idle first
         if jail is None:
             jail = PooledJail(self._prefix_for, self._starter, self._base_dir)

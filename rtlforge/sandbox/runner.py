@@ -431,6 +431,19 @@ class SandboxRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def prestart(self) -> None:
+        """Start, on background threads, what the first validation waits for: a gate worker
+        and a jail for its tools (their jails too). For a one-shot command, whose set-up
+        (loading the task, building the pipeline) then overlaps their start; a long-lived
+        caller gains nothing from it. Failures surface at first use, as without it."""
+        gate = None if self.unsafe_skip_gate else self.gate
+        starts_worker = gate is not None and gate.reserve_prestart()
+        pool = self._jail_pool()
+        if pool is not None:  # the tools' jail, and the new worker's (it waits for this one)
+            pool.prestart(2 if starts_worker else 1)
+        if gate is not None and starts_worker:
+            gate.start_prestart()
+
     # ---------------------------------------------------------------- isolation
 
     def jail(self) -> Jail | None:

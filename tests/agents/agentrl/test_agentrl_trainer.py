@@ -302,4 +302,3 @@ def test_the_gpu_config_validates_and_names_real_tasks(host: PluginHost) -> None
     assert config.schedule.oversample == 12 and config.schedule.groups_kept == 8
     for path in config.tasks:
         assert load_behave_task(REPO / path).id == Path(path).name
-
