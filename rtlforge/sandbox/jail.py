@@ -46,6 +46,7 @@ from pathlib import Path
 
 from rtlforge.core.errors import IsolationUnavailableError
 from rtlforge.core.log import get_logger
+from rtlforge.sandbox import stale
 
 log = get_logger("rtlforge.jail")
 
@@ -138,7 +139,7 @@ def _private_devices() -> Path | None:
     """
     if os.geteuid() != 0:
         return None
-    path = Path(tempfile.mkdtemp(prefix="rtlforge-dev-"))
+    path = Path(tempfile.mkdtemp(prefix=stale.prefix("dev")))
     try:
         os.chmod(path, 0o755)
         for name, major, minor in _DEVICES:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from rtlforge.core.log import get_logger
+from rtlforge.sandbox import stale
 from rtlforge.sandbox._spawner import SpawnedProcess, SpawnError, SpawnerUnavailable
 from rtlforge.sandbox.jail import interpreter
 
@@ -85,7 +86,7 @@ class PooledJail:
 
     def __init__(self, prefix_for: Callable[[Path], list[str]], starter: _Starter,
                  base_dir: Path | None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="rtlforge-jail-", dir=base_dir)).resolve()
+        self.root = Path(tempfile.mkdtemp(prefix=stale.prefix("jail"), dir=base_dir)).resolve()
         self._secure_root()
         self._prefix_for = prefix_for  # bwrap ... -- for a root
         self._starter = starter
@@ -268,6 +269,9 @@ class JailPool:
         self._prefix_for = prefix_for
         self._starter = starter
         self._base_dir = base_dir
+        # what killed processes left: their jail roots here, their /dev directories in tmp
+        for directory in {str(base_dir or tempfile.gettempdir()), tempfile.gettempdir()}:
+            stale.sweep(directory)
         self._idle: list[PooledJail] = []
         #: Jails a workspace holds now: ended with the runner's finalizer too, so a process
         #: that exits mid-run (its timeout, a signal) leaves no jail root behind.
