@@ -303,8 +303,8 @@ class JailPool:
             with self._lock:  # held like a leased one: the runner's end discards it too
                 self._leased.add(jail)
             jail.start()
-        except (SpawnerUnavailable, OSError) as exc:
-            log.debug("pooled_jail_prestart_failed", error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a lease waits on this: it must always end
+            log.debug("pooled_jail_prestart_failed", error=f"{type(exc).__name__}: {exc}")
             if jail is not None:
                 jail.discard()
         with self._started:
