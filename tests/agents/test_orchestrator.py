@@ -622,19 +622,11 @@ def test_the_testbench_role_gets_its_retrieval_depth_with_the_task_kept_out() ->
     other = KnowledgeEntry(id="pattern-dut", kind="pattern", title="dut pattern",
                            description="how to write a dut", keywords=("dut",),
                            provenance=provenance)
-    seen: list[GenerationRequest] = []
-
-    class Recording(ScriptedGenerator):
-        def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams
-                     ) -> list[list[Generation]]:
-            seen.extend(requests)
-            return super().generate(requests, params)
-
     events: list[ThoughtEvent] = []
     script = {"dut": {"testbench": ["no testbench here", "still none"],
                       "fast": [_design("dut", "// correct")]}}
-    with Orchestrator(generator=Recording(script=script), host=_host(_Fast, _Debug,
-                                                                      TestbenchRole),
+    generator = Recording(ScriptedGenerator(script=script))
+    with Orchestrator(generator=generator, host=_host(_Fast, _Debug, TestbenchRole),
                       router=FastThenDebug(), pipeline=_marker_pipeline(TestbenchMarkerCheck()),
                       symbolic=False, retriever=KeywordRetriever(entries=[own, other]),
                       sinks=[events.append]) as orch:
@@ -642,7 +634,7 @@ def test_the_testbench_role_gets_its_retrieval_depth_with_the_task_kept_out() ->
     retrieval = [e for e in events if e.kind is ThoughtKind.RETRIEVAL and e.agent == "testbench"]
     assert len(retrieval) == 1 and retrieval[0].data["k"] == 4
     assert [hit["id"] for hit in retrieval[0].data["hits"]] == ["pattern-dut"]
-    prompts = [r.prompt for r in seen if r.metadata.get("agent") == "testbench"]
+    prompts = [r.prompt for r, _ in generator.requests if r.metadata.get("agent") == "testbench"]
     assert len(prompts) == 2 and all("how to write a dut" in p for p in prompts)
     assert not any("a reference implementation of dut" in p for p in prompts)
 
@@ -652,18 +644,11 @@ def test_a_simulation_stage_that_needs_no_testbench_means_no_testbench_is_writte
     judges the task: the testbench role is not asked and the result is not marked unjudged."""
     from rtlforge.agents.roles.specialists import TestbenchRole
 
-    seen: list[GenerationRequest] = []
-
-    class Recording(ScriptedGenerator):
-        def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams
-                     ) -> list[list[Generation]]:
-            seen.extend(requests)
-            return super().generate(requests, params)
-
     script = {"dut": {"fast": [_design("dut", "// correct")]}}
-    with Orchestrator(generator=Recording(script=script),
+    generator = Recording(ScriptedGenerator(script=script))
+    with Orchestrator(generator=generator,
                       host=_host(_Fast, _Debug, TestbenchRole), router=FastThenDebug(),
                       pipeline=_marker_pipeline(), symbolic=False) as orch:
         result = orch.solve(TASK)
     assert result.passed and result.judge != "none"
-    assert [r.metadata.get("agent") for r in seen] == ["fast"]
+    assert [r.metadata.get("agent") for r, _ in generator.requests] == ["fast"]

@@ -277,7 +277,7 @@ class AgentEnv:
     def _run(self, job: ValidateJob | CheckRtlJob | CheckModelJob | SynthJob) -> Any:
         """A tool job's outcome: run here, or on the executor's worker when one was given
         (the ``ray`` plugin ships the job and rebuilds the tools there from a spec)."""
-        if self._executor is None or self._work is None:
+        if self._executor is None or self._work is None:  # set together, in __init__
             return self._local_tools.run(job)
         return self._executor.run(self._work, [job])[0]
 

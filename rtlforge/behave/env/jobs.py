@@ -120,19 +120,15 @@ class EnvTools:
             self._estimator.close()
             self._estimator = None
 
-    def pipeline(self, toolchain: str, simulate: bool, *, shared_runner: bool = True
-                 ) -> Pipeline:
-        """The lint (and simulation) pipeline of ``toolchain``. ``shared_runner=False`` gives
-        it a runner of its own, which a pipeline needs to be described by a spec (and so
-        rebuilt on a remote worker)."""
+    def pipeline(self, toolchain: str, simulate: bool) -> Pipeline:
+        """The lint (and simulation) pipeline of ``toolchain``, on this runner."""
         key = (toolchain, simulate)
         if key not in self._pipelines:
             from rtlforge.validate.pipeline import Pipeline
 
-            runner = {"runner": self.runner} if shared_runner else {}
             self._pipelines[key] = Pipeline.build(
                 self.host, simulator=toolchain, lint=True, simulate=simulate,
-                timeout=self.tool_timeout_s, **runner)
+                timeout=self.tool_timeout_s, runner=self.runner)
         return self._pipelines[key]
 
     def run(self, job: ValidateJob | CheckRtlJob | CheckModelJob | SynthJob) -> Any:
