@@ -19,20 +19,31 @@ import hashlib
 import json
 import os
 import selectors
+import shutil
+import subprocess
+import tempfile
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rtlforge.core.errors import SandboxError, SecurityViolation
+from rtlforge.core.errors import IsolationUnavailableError, SandboxError, SecurityViolation
 from rtlforge.core.log import get_logger
-from rtlforge.core.models import SourceFile
-from rtlforge.sandbox.jail import PACKAGE_DIR, interpreter
+from rtlforge.sandbox import stale
+from rtlforge.sandbox.command import (
+    end_process_group,
+    jailed_argv,
+    prlimit_chain,
+    rlimit_values,
+    tool_environment,
+)
+from rtlforge.sandbox.jail import PACKAGE_DIR, Jail, interpreter, isolation_choice
 
 if TYPE_CHECKING:
-    import subprocess
-
+    from rtlforge.core.models import SourceFile
     from rtlforge.sandbox.runner import SandboxRunner
 
 log = get_logger("rtlforge.gate")
@@ -49,6 +60,10 @@ _MAX_REQUESTS = 2000
 _MEMO_SIZE = 4096
 _WORKER_CODE = ("import sys; sys.path.insert(0, {root!r}); "
                 "from rtlforge.sandbox._gate_worker import main; main()")
+#: A worker's limits other than memory: it lives long and answers many requests, each under
+#: its own wall-clock budget (the gate's ``timeout_s``); the rest are the runner's defaults.
+_WORKER_LIMITS: dict[str, Any] = {"timeout_s": 3600, "cpu_s": 36000, "file_size_mb": 256,
+                                  "processes": 4096}
 
 
 def _worker_code() -> str:
@@ -61,28 +76,45 @@ def _worker_code() -> str:
 
 
 class _Worker:
-    """One gate process in its own (empty) workspace."""
+    """One gate process in its own (empty) run directory; usable once it said it is ready."""
 
-    def __init__(self, runner: SandboxRunner, memory_mb: int) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], release: Callable[[], None]) -> None:
+        self.proc = proc
+        self._release = release  # removes the run directory
+        self.requests = 0
+        self._ready = False
+
+    @classmethod
+    def start(cls, runner: SandboxRunner, memory_mb: int) -> _Worker:
+        """A worker through ``runner`` (its jail, launcher thread and limits), ready."""
         from rtlforge.sandbox.runner import Limits
 
-        self._workspace = runner.workspace(prefix="rtlforge-gate-")
-        path = self._workspace.__enter__()
-        limits = Limits(timeout_s=3600, cpu_s=36000, address_space_mb=memory_mb,
-                        output_bytes=1 << 24)
+        # no pooled jail: the worker runs in a jail of its own, and must not wait for one to
+        # start; named for its owner, so a killed process's is swept like its jail roots
+        workspace = runner.workspace(prefix=stale.prefix("gate"), pooled=False)
+        path = workspace.__enter__()
+        limits = Limits(address_space_mb=memory_mb, output_bytes=1 << 24, **_WORKER_LIMITS)
         try:
-            self.proc: subprocess.Popen[bytes] = runner.spawn(
+            proc: subprocess.Popen[bytes] = runner.spawn(
                 [interpreter(), "-I", "-c", _worker_code()], path, limits=limits,
                 merge_stderr=False)
         except BaseException:
-            self._workspace.__exit__(None, None, None)
+            workspace.__exit__(None, None, None)
             raise
-        self.requests = 0
+        worker = cls(proc, lambda: workspace.__exit__(None, None, None))
+        worker.wait_ready()
+        return worker
+
+    def wait_ready(self) -> None:
+        """Read the worker's hello (once); raise SandboxError, closing it, if it never came."""
+        if self._ready:
+            return
         hello = self._read(deadline=time.monotonic() + 60)
         if hello is None or not hello.get("ready"):
             self.close()
             raise SandboxError("the gate's worker process did not start in the sandbox "
                                f"(python {interpreter()}): {hello}")
+        self._ready = True
 
     def _read(self, deadline: float) -> dict[str, Any] | None:
         """One framed reply, or None if the worker died or the deadline passed."""
@@ -119,10 +151,8 @@ class _Worker:
         return self._read(time.monotonic() + timeout_s)
 
     def close(self) -> None:
-        from rtlforge.sandbox.runner import SandboxRunner
-
-        SandboxRunner.kill(self.proc)
-        self._workspace.__exit__(None, None, None)
+        end_process_group(self.proc)
+        self._release()
 
 
 class Gate:
@@ -193,7 +223,7 @@ class Gate:
     def _prestart(self) -> None:
         worker: _Worker | None = None
         try:
-            worker = _Worker(self.runner, self.memory_mb)
+            worker = _Worker.start(self.runner, self.memory_mb)
         except Exception as exc:  # noqa: BLE001 - the first check retries and reports it
             log.debug("gate_prestart_failed", error=f"{type(exc).__name__}: {exc}")
         with self._lock:
@@ -208,17 +238,33 @@ class Gate:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _borrow(self) -> _Worker:
+    def adopt(self, worker: EarlyWorker) -> bool:
+        """Keep a worker started before this gate (:class:`EarlyWorker`) as an idle one; False
+        (it is then closed) where this gate is closed or its memory limit differs."""
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
-            pending = self._prestarted
-        if pending is not None:  # started earlier than a new one would be: wait for it
-            pending.wait()
+            taken = not self._closed and worker.memory_mb == self.memory_mb
+            if taken:
+                self._idle.append(worker.worker)
+        if not taken:
+            worker.close()
+        return taken
+
+    def _borrow(self) -> _Worker:
+        while True:
             with self._lock:
-                if self._idle:
-                    return self._idle.pop()
-        return _Worker(self.runner, self.memory_mb)
+                idle = self._idle.pop() if self._idle else None
+                pending = self._prestarted
+            if idle is None and pending is not None:  # started earlier than a new one would
+                pending.wait()                        # be: wait for it
+                with self._lock:
+                    idle = self._idle.pop() if self._idle else None
+            if idle is None:
+                return _Worker.start(self.runner, self.memory_mb)
+            try:
+                idle.wait_ready()  # an adopted worker may still be starting
+                return idle
+            except SandboxError as exc:  # it did not start: try the next, or a new one
+                log.debug("gate_worker_start_failed", error=str(exc))
 
     def _give_back(self, worker: _Worker) -> None:
         with self._lock:
@@ -289,7 +335,8 @@ class Gate:
                                "violation")
 
 
-Containment = tuple[Sequence[SourceFile], Sequence[SourceFile], Collection[Sequence[str]]]
+if TYPE_CHECKING:  # a name for annotations only: SourceFile is pydantic, not imported here
+    Containment = tuple[Sequence[SourceFile], Sequence[SourceFile], Collection[Sequence[str]]]
 
 
 def _contain_request(design: Sequence[SourceFile], testbench: Sequence[SourceFile],
@@ -309,3 +356,63 @@ def _raise(violation: dict[str, Any] | None) -> None:
                                 source_line=violation.get("source_line"),
                                 hint=violation.get("hint"))
 
+
+
+class EarlyWorker:
+    """A gate worker started before any runner exists, for a one-shot command to adopt.
+
+    The first check of a command waits for the gate's worker (Python and pyslang in a jail,
+    ~0.1 s), and a runner can start it only once pydantic and the runner are imported (another
+    ~0.15 s). This starts it from the command's first lines instead, with the jail, limits,
+    environment and command line the runner would use (:mod:`rtlforge.sandbox.command`), and
+    :meth:`SandboxRunner.adopt <rtlforge.sandbox.runner.SandboxRunner.adopt>` hands it to the
+    runner's gate. The process is started from the calling thread and dies with it
+    (bubblewrap's ``--die-with-parent``): call this from the main thread. It is killed and its
+    run directory removed when it is closed, collected or the interpreter exits.
+    """
+
+    def __init__(self, jail: Jail, worker: _Worker, memory_mb: int) -> None:
+        self.jail = jail
+        self.worker = worker
+        self.memory_mb = memory_mb
+
+    @classmethod
+    def start(cls, *, memory_mb: int = 2048, base_dir: str | Path | None = None,
+              ) -> EarlyWorker | None:
+        """The started worker; None where the runner would not start it this way (isolation
+        off, no bubblewrap jail or no ``prlimit`` here): the runner then starts its own and
+        reports what is missing."""
+        if isolation_choice(None) != "bwrap":
+            return None
+        prlimit = shutil.which("prlimit") or shutil.which("prlimit", path="/usr/bin:/bin")
+        if prlimit is None:
+            return None
+        try:
+            jail = Jail.discover()
+        except IsolationUnavailableError:
+            return None
+        try:
+            path = Path(tempfile.mkdtemp(prefix=stale.prefix("gate"), dir=base_dir)).resolve()
+        except OSError:
+            return None
+        rlimits = rlimit_values(address_space_mb=memory_mb, **_WORKER_LIMITS)
+        argv = [*prlimit_chain([], prlimit, rlimits),
+                *jailed_argv(jail, path, interpreter(), ["-I", "-c", _worker_code()])]
+        try:
+            proc = subprocess.Popen(argv, cwd=path, env=tool_environment(path),
+                                    start_new_session=True, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+            return None
+        # holds the process, so it runs when the worker closes or at interpreter exit
+        ended = weakref.finalize(proc, _end_early, proc, path)
+        return cls(jail, _Worker(proc, ended), memory_mb)
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+def _end_early(proc: subprocess.Popen[bytes], path: Path) -> None:
+    end_process_group(proc)
+    shutil.rmtree(path, ignore_errors=True)

@@ -65,17 +65,20 @@ from rtlforge.sandbox._spawner import (
     SpawnError,
     SpawnerUnavailable,
 )
+from rtlforge.sandbox.command import (
+    end_process_group,
+    exe_facts,
+    prlimit_chain,
+    rlimit_values,
+    tool_environment,
+)
 from rtlforge.sandbox.jail import ISOLATION_ENV, Jail, isolation_choice
 from rtlforge.sandbox.pool import JailedProcess, JailPool, PooledJail
 
 if TYPE_CHECKING:
-    from rtlforge.sandbox.gate import Containment, Gate, Role
+    from rtlforge.sandbox.gate import Containment, EarlyWorker, Gate, Role
 
 log = get_logger("rtlforge.runner")
-
-#: Environment variables passed through to tools (everything else is dropped).
-_ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "VERILATOR_ROOT", "SYSTEMC_HOME", "SYSTEMC_INCLUDE",
-                    "SYSTEMC_LIBDIR", "PYTHONPATH", "VIRTUAL_ENV")
 
 
 class Limits(BaseModel):
@@ -203,19 +206,10 @@ def network_isolation_prefix() -> list[str]:
         return list(_isolation_prefix)
 
 
-#: prlimit(1) flags for the rlimits the runner sets (names as in the ``resource`` module).
-_PRLIMIT_FLAGS = {"RLIMIT_CPU": "--cpu", "RLIMIT_FSIZE": "--fsize", "RLIMIT_AS": "--as",
-                  "RLIMIT_NPROC": "--nproc"}
-
-
 def _rlimits(limits: Limits) -> dict[str, int]:
-    cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s) + 5
-    values = {"RLIMIT_CPU": cpu, "RLIMIT_FSIZE": limits.file_size_mb * 1024 * 1024}
-    if limits.address_space_mb is not None:
-        values["RLIMIT_AS"] = limits.address_space_mb * 1024 * 1024
-    if limits.processes is not None:
-        values["RLIMIT_NPROC"] = limits.processes
-    return values
+    return rlimit_values(timeout_s=limits.timeout_s, cpu_s=limits.cpu_s,
+                         file_size_mb=limits.file_size_mb,
+                         address_space_mb=limits.address_space_mb, processes=limits.processes)
 
 
 #: Spawners kept per runner, one per (network mode, limits) in use; the least recent goes first.
@@ -439,10 +433,23 @@ class SandboxRunner:
         gate = None if self.unsafe_skip_gate else self.gate
         starts_worker = gate is not None and gate.reserve_prestart()
         pool = self._jail_pool()
-        if pool is not None:  # the tools' jail, and the new worker's (it waits for this one)
-            pool.prestart(2 if starts_worker else 1)
+        if pool is not None:  # the tools' jail (the worker's workspace leases none)
+            pool.prestart(1)
         if gate is not None and starts_worker:
             gate.start_prestart()
+
+    def adopt(self, early: EarlyWorker) -> None:
+        """Take a gate worker started before this runner existed: its jail becomes this
+        runner's (no second probe) and the worker joins the gate's idle ones, so the first
+        check need not start one. Closed instead where this runner would not use it (the
+        gate skipped, isolation off)."""
+        if self.unsafe_skip_gate or self.isolation != "bwrap":
+            early.close()
+            return
+        with self._jail_lock:
+            if self._jail is None and self._jail_error is None:
+                self._jail = early.jail
+        self.gate.adopt(early)
 
     # ---------------------------------------------------------------- isolation
 
@@ -477,12 +484,16 @@ class SandboxRunner:
     # ---------------------------------------------------------------- workspaces
 
     @contextlib.contextmanager
-    def workspace(self, prefix: str = "rtlforge-") -> Iterator[Path]:
+    def workspace(self, prefix: str = "rtlforge-", *, pooled: bool = True) -> Iterator[Path]:
         """A fresh private run directory, removed afterwards unless ``keep_workspaces``.
 
-        Only here can tools run, and files should get in through :meth:`put`.
+        Only here can tools run, and files should get in through :meth:`put`. ``pooled=False``
+        leases no persistent jail: for a workspace whose only process is one long-lived
+        :meth:`spawn` (a gate worker), which gets a jail of its own anyway; it then need not
+        wait for a jail to start. Such a directory's name should carry its owner
+        (:func:`rtlforge.sandbox.stale.prefix`), so a killed process's is swept.
         """
-        pool = self._jail_pool()
+        pool = self._jail_pool() if pooled else None
         lease: PooledJail | None = None
         try:
             if self.base_dir is not None:
@@ -574,11 +585,7 @@ class SandboxRunner:
 
     def _wrap(self, prefix: Sequence[str], rlimits: Mapping[str, int]) -> list[str]:
         """The wrapper chain (``spawner=False``): ``unshare`` and ``prlimit`` exec the tool."""
-        if not self._prlimit:
-            raise SandboxError("util-linux 'prlimit' is required to apply resource limits "
-                               "(apt-get install util-linux)")
-        flags = [f"{_PRLIMIT_FLAGS[name]}={value}" for name, value in rlimits.items()]
-        return [*prefix, self._prlimit, *flags, "--"]
+        return prlimit_chain(prefix, self._prlimit, rlimits)
 
     def _spawner_for(self, prefix: Sequence[str], rlimits: Mapping[str, int]) -> Spawner | None:
         if not self.use_spawner or not Spawner.supports(rlimits):
@@ -625,10 +632,7 @@ class SandboxRunner:
         PATH (as :func:`find_tool` keeps them); a path (``./obj_dir/Vtb``) is asked afresh."""
         facts = self._exe_cache.get(exe) if cache else None
         if facts is None:
-            visible = jail.visible(exe)
-            home = None if visible else Path(os.path.realpath(exe)).parent.parent
-            facts = (jail.starts_python(exe) or not visible, home,
-                     home is None or jail.visible_pooled(home))
+            facts = exe_facts(jail, exe)
             if cache:
                 self._exe_cache[exe] = facts
         return facts
@@ -727,11 +731,7 @@ class SandboxRunner:
 
     @staticmethod
     def _environment(cwd: Path, env: Mapping[str, str] | None) -> dict[str, str]:
-        run_env = {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
-        run_env.update({"HOME": str(cwd), "TMPDIR": str(cwd), "LC_ALL": "C"})
-        if env:
-            run_env.update(env)
-        return run_env
+        return tool_environment(cwd, env)
 
     def run(
         self,
@@ -836,13 +836,7 @@ class SandboxRunner:
     @classmethod
     def kill(cls, proc: subprocess.Popen[bytes]) -> None:
         """End a process started by :meth:`spawn`, with its whole group, and reap it."""
-        cls._kill_group(proc.pid)
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
+        end_process_group(proc)
 
     @staticmethod
     def _kill_group(pid: int) -> None:

@@ -21,9 +21,10 @@ from rtlforge.core.log import get_logger
 
 log = get_logger("rtlforge.sandbox.stale")
 
-#: Kinds of directory named by :func:`prefix`: jail roots and private ``/dev`` directories.
-KINDS = ("jail", "dev")
-_NAME = re.compile(r"^rtlforge-(?P<kind>jail|dev)-(?P<ns>\d+)-(?P<pid>\d+)-")
+#: Kinds of directory named by :func:`prefix`: jail roots, private ``/dev`` directories and gate
+#: workers' run directories (they lease no jail root).
+KINDS = ("jail", "dev", "gate")
+_NAME = re.compile(r"^rtlforge-(?P<kind>jail|dev|gate)-(?P<ns>\d+)-(?P<pid>\d+)-")
 
 
 def _pid_namespace() -> str:

@@ -233,8 +233,8 @@ def test_a_run_started_before_the_last_one_is_acknowledged_is_not_swept(
 
 
 def test_closing_the_runner_leaves_no_jail_root_behind(tmp_path: Path) -> None:
-    # The gate's worker holds a workspace (and so a jail) for its whole life: it gives it back
-    # only when the runner closes the gate, which must come before the pool is discarded.
+    # The gate's worker holds a run directory of its own (no jail root: it runs in a jail of
+    # its own) for its whole life; closing the runner removes it with the pool's jail roots.
     from rtlforge.core.models import SourceFile
 
     with SandboxRunner(Limits(timeout_s=10), base_dir=tmp_path) as runner:
@@ -242,5 +242,6 @@ def test_closing_the_runner_leaves_no_jail_root_behind(tmp_path: Path) -> None:
             runner.put(wd, [SourceFile(name="a.v", content="module a; endmodule\n")],
                        role="design")
             assert runner.run(["true"], cwd=wd).ok
-        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 2  # the workspace's, the gate's
+        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 1  # the workspace's
+        assert len(list(tmp_path.glob("rtlforge-gate-*"))) == 1  # the gate worker's
     assert list(tmp_path.iterdir()) == []

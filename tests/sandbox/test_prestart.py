@@ -50,17 +50,17 @@ def _processes_under(path: Path) -> list[int]:
 
 
 def _counting_workers(monkeypatch: pytest.MonkeyPatch, fail_first: bool = False) -> list[int]:
+    """The threads gate workers are started on (through the runner), in order."""
     made: list[int] = []
-    real = gate_module._Worker
+    real = gate_module._Worker.start.__func__  # type: ignore[attr-defined]
 
-    class Counting(real):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            made.append(threading.get_ident())
-            if fail_first and len(made) == 1:
-                raise gate_module.SandboxError("the prestarted worker did not start (test)")
-            super().__init__(*args, **kwargs)
+    def start(cls: type, runner: SandboxRunner, memory_mb: int) -> object:
+        made.append(threading.get_ident())
+        if fail_first and len(made) == 1:
+            raise gate_module.SandboxError("the prestarted worker did not start (test)")
+        return real(cls, runner, memory_mb)
 
-    monkeypatch.setattr(gate_module, "_Worker", Counting)
+    monkeypatch.setattr(gate_module._Worker, "start", classmethod(start))
     return made
 
 
@@ -70,7 +70,8 @@ def test_the_first_workspace_and_check_take_what_the_prestart_started(
     with SandboxRunner(Limits(timeout_s=10), base_dir=tmp_path) as runner:
         runner.prestart()
         _until(lambda: not _prestarts_running())
-        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 2  # the gate's and the tools'
+        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 1  # the tools' (the gate's
+        assert len(list(tmp_path.glob("rtlforge-gate-*"))) == 1  # worker leases none)
         assert len(made) == 1 and made[0] != threading.get_ident()  # built in the background
         runner.prestart()  # both are ready: nothing more starts
         _until(lambda: not _prestarts_running())
@@ -78,7 +79,7 @@ def test_the_first_workspace_and_check_take_what_the_prestart_started(
             runner.put(wd, DESIGN, role="design")
             assert runner.run(["true"], cwd=wd).ok
         assert len(made) == 1
-        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 2  # no jail started on the path
+        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 1  # no jail started on the path
     assert list(tmp_path.iterdir()) == []
 
 
@@ -92,7 +93,7 @@ def test_a_validation_right_after_the_prestart_waits_for_it_instead_of_starting_
             assert runner.run(["true"], cwd=wd).ok
         assert len(made) == 1
         _until(lambda: not _prestarts_running())
-        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 2
+        assert len(list(tmp_path.glob("rtlforge-jail-*"))) == 1
 
 
 def test_a_failed_prestart_only_costs_the_time(tmp_path: Path,

@@ -76,7 +76,8 @@ def test_what_a_killed_process_left_is_removed_by_the_next_runner(tmp_path: Path
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert len([n for n in left if n.startswith("rtlforge-jail-")]) == 2, left  # tools', gate's
+    assert len([n for n in left if n.startswith("rtlforge-jail-")]) == 1, left  # the tools'
+    assert len([n for n in left if n.startswith("rtlforge-gate-")]) == 1, left  # the worker's
     assert all(f"-{proc.pid}-" in n for n in left if n.startswith("rtlforge-")), left
     deadline = time.monotonic() + 10  # bubblewrap dies with its parent; wait until it has
     while stale._alive(proc.pid) and time.monotonic() < deadline:
