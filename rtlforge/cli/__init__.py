@@ -10,9 +10,15 @@ codes: 0 pass, 1 the design did not pass, 2 usage or input error, 3 infrastructu
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import signal
+import sys
+import threading
 
 from rtlforge.cli.root import cli
+from rtlforge.cmdline import Finished
 
 __all__ = ["cli", "main"]
 
@@ -34,9 +40,27 @@ def _exit_on_termination() -> None:
         signal.signal(sig, stop)
 
 
+def _end_now(code: object) -> None:
+    """End the process as Python would with ``code``, less the interpreter's teardown: the exit
+    handlers run, the output is flushed, then ``os._exit``. A live non-daemon thread (Python
+    would wait for it) gets the normal exit instead."""
+    status = code if isinstance(code, int) else 0 if code is None else 1
+    if any(t.is_alive() and not t.daemon and t is not threading.main_thread()
+           for t in threading.enumerate()):
+        raise SystemExit(status)
+    atexit._run_exitfuncs()  # what Python runs at exit: finalizers, logging's shutdown
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
+
+
 def main() -> None:
     _exit_on_termination()
-    cli()
+    try:
+        cli()
+    except Finished as done:
+        _end_now(done.code)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,25 +11,23 @@ import click
 from rtlforge.cmdline import (
     PLUGIN_OPTION_HELP,
     SIMULATOR_HELP,
+    Finished,
     command_host,
     design_top,
     exit_code,
     plugin_specs,
 )
 from rtlforge.core.errors import ExtractionError, RtlforgeError
-from rtlforge.core.models import (
-    Candidate,
-    Mismatch,
-    SourceFile,
-    Task,
-    ValidationReport,
-    is_fenced_answer,
-)
 
 if TYPE_CHECKING:
+    from rtlforge.core.models import Candidate, Mismatch, SourceFile, ValidationReport
     from rtlforge.validate.pipeline import Pipeline
 
+# Nothing above imports pydantic: the command starts its gate worker first (see validate).
+
 def _source(path: Path) -> SourceFile:
+    from rtlforge.core.models import SourceFile
+
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -42,6 +39,7 @@ def _candidate(designs: tuple[Path, ...]) -> Candidate:
     """The design files; a file holding a fenced LLM answer gives the Verilog inside it (said
     on stderr: line numbers in feedback are then the extracted code's)."""
     from rtlforge.core.extract import extract_verilog
+    from rtlforge.core.models import Candidate, SourceFile, is_fenced_answer
 
     files = []
     for path in designs:
@@ -119,16 +117,25 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
              extras: tuple[str, ...], validator_options: tuple[str, ...], timeout: float,
              wave: Path | None, as_json: bool) -> None:
     """Validate DESIGN files: security check, lint, simulate, (synthesise), extra checks."""
-    from rtlforge.sandbox.runner import SandboxRunner
-    from rtlforge.tasks.loader import load_task
-    from rtlforge.validate.pipeline import Pipeline
-
     if task_dir is not None and (testbench is not None or support):
         raise click.UsageError("--task brings its own testbench and support files; "
                                "drop --testbench/--support")
-    # the gate worker and the tools' jail start while the task loads and the pipeline builds
+    from rtlforge.sandbox.gate import EarlyWorker
+
+    # The gate's worker starts before pydantic and the pipeline are imported, the tools' jail
+    # once the runner is: both come up while the rest loads, the task is read and the pipeline
+    # built (docs/security.md, "Start-up of a one-shot command").
+    early = EarlyWorker.start()
+    from rtlforge.core.models import Task
+    from rtlforge.sandbox.runner import SandboxRunner
+
     runner = SandboxRunner()
+    if early is not None:
+        runner.adopt(early)
     runner.prestart()
+    from rtlforge.tasks.loader import load_task
+    from rtlforge.validate.pipeline import Pipeline
+
     validators = plugin_specs(command_host(), "validator", extras, validator_options,
                               "--validator-option")
     try:
@@ -165,7 +172,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
         _print_report(report)
         if wave is not None:
             _print_wave(summary["wave"])
-    sys.exit(exit_code(report.verdict))
+    raise Finished(exit_code(report.verdict))  # everything written is closed
 
 
 def _dumping_waves(pipeline: Pipeline, simulator: str, timeout: float) -> Pipeline:

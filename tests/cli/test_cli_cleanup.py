@@ -147,3 +147,56 @@ def test_a_backtracking_pass_rule_cannot_hold_the_host_past_the_timeout(tmp_path
     assert proc.returncode == 0, err
     assert '"verdict": "pass"' in out
     assert _settled(base) == []
+
+
+PASSING_TB = """module tb;
+  reg [7:0] a, b; wire [8:0] sum;
+  top_module dut(.a(a), .b(b), .sum(sum));
+  initial begin
+    a = 200; b = 100; #1;
+    if (sum !== 9'd300) $display("STATUS: FAIL sum=%0d", sum); else $display("STATUS: PASS");
+    $finish;
+  end
+endmodule
+"""
+
+
+@pytest.mark.parametrize(("design", "code"), [(DESIGN, 0),
+                                              (DESIGN.replace("a + b", "a - b"), 1)])
+def test_a_finished_run_ends_without_teardown_yet_leaves_nothing(tmp_path: Path, design: str,
+                                                                 code: int) -> None:
+    """`validate` ends its process without the interpreter's teardown (``cmdline.Finished``):
+    the exit handlers still remove every run directory and end every jail and gate worker,
+    the exit code is the verdict's and the piped output is whole."""
+    import json
+
+    skip_unless_tools("iverilog", "vvp")
+    base, folder = _files(tmp_path, PASSING_TB)
+    (folder / "design.v").write_text(design)
+    proc = _cli(base, "validate", "--testbench", str(folder / "tb.v"), str(folder / "design.v"),
+                "--json")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert json.loads(out)["verdict"] == ("pass" if code == 0 else "fail")
+    assert _settled(base) == []  # a jail's inner process ends with its bubblewrap, shortly
+
+
+def test_a_live_thread_gets_the_normal_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python waits for a non-daemon thread at exit; ending the process at once would cut it
+    short, so the quick end steps aside and raises the usual ``SystemExit``."""
+    import threading
+
+    from rtlforge import cli
+
+    ended: list[int] = []
+    monkeypatch.setattr(cli.os, "_exit", ended.append)
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli._end_now(1)
+        assert exited.value.code == 1 and ended == []
+    finally:
+        release.set()
+        worker.join()

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from rtlforge.cli import cli
 from rtlforge.cli.manifest import cache_file, read
 from rtlforge.cli.root import BUILTIN_COMMANDS
+from rtlforge.testing import skip_unless_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -275,3 +276,34 @@ def test_validate_imports_only_the_validators(tmp_path: Path) -> None:
     assert not any(m.startswith(("rtlforge.agents", "rtlforge.behave", "rtlforge.trainers",
                                  "rtlforge.plugins.generators", "rtlforge.rewards",
                                  "rtlforge.explore")) for m in modules)
+
+
+GATE_ORDER_PROBE = """
+import json, sys
+
+def hook(event, args):
+    if event == "subprocess.Popen" and any("_gate_worker" in str(a) for a in args[1]):
+        with open({out!r}, "a") as f:
+            f.write(json.dumps({{"pydantic": "pydantic" in sys.modules}}) + "\\n")
+
+sys.addaudithook(hook)
+from rtlforge.cli import main
+sys.argv = ["rtlforge", *{args!r}]
+main()
+"""
+
+
+def test_validate_starts_its_gate_worker_before_importing_pydantic(tmp_path: Path) -> None:
+    """The first check of a one-shot validation would wait for the gate's worker (Python and
+    pyslang in a jail); started before pydantic and the pipeline load, it is ready first."""
+    skip_unless_tools("iverilog", "vvp", "bwrap")
+    task = ROOT / "examples" / "tasks" / "mux4"
+    out = tmp_path / "popens.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-c", GATE_ORDER_PROBE.format(
+            args=["validate", "--task", str(task), str(task / "golden.v")], out=str(out))],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+        text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    starts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert starts == [{"pydantic": False}]  # one worker, started before pydantic
