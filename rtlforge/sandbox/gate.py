@@ -357,7 +357,6 @@ def _raise(violation: dict[str, Any] | None) -> None:
                                 hint=violation.get("hint"))
 
 
-
 class EarlyWorker:
     """A gate worker started before any runner exists, for a one-shot command to adopt.
 
@@ -368,7 +367,8 @@ class EarlyWorker:
     :meth:`SandboxRunner.adopt <rtlforge.sandbox.runner.SandboxRunner.adopt>` hands it to the
     runner's gate. The process is started from the calling thread and dies with it
     (bubblewrap's ``--die-with-parent``): call this from the main thread. It is killed and its
-    run directory removed when it is closed, collected or the interpreter exits.
+    run directory removed when it is closed (by the gate that adopted it) or the interpreter
+    exits.
     """
 
     def __init__(self, jail: Jail, worker: _Worker, memory_mb: int) -> None:
