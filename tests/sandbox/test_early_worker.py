@@ -1,9 +1,9 @@
 """A gate worker started before the runner (what `rtlforge validate` does first): it runs under
 the same jail, limits, environment and command line the runner would give it; an adopted one
-answers the first check with no other worker started; one that died, or one the runner would
-not use, changes nothing but the time; and none outlives its runner or the process. The oracles
-are the command lines actually handed to ``Popen``, the workers actually started, the process
-table and the directory listing."""
+answers the first check with no other worker started; one that never got ready, or one the
+runner would not use, changes nothing but the time; and none outlives its runner or the
+process. The oracles are the command lines actually handed to ``Popen``, the workers actually
+started, the process table and the directory listing."""
 
 from __future__ import annotations
 
@@ -105,13 +105,14 @@ def test_an_adopted_worker_answers_the_first_checks_and_no_other_starts(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_early_worker_that_died_is_replaced_and_judges_nothing(
+def test_an_early_worker_that_never_got_ready_is_replaced_and_judges_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     made = _runner_starts(monkeypatch)
-    early = EarlyWorker.start(base_dir=tmp_path)
+    with monkeypatch.context() as patch:  # a worker that exits before it says it is ready
+        patch.setattr(gate_module, "_worker_code", lambda: "import sys; sys.exit(3)")
+        early = EarlyWorker.start(base_dir=tmp_path)
     assert early is not None
-    early.worker.proc.kill()  # dies before it said it was ready
-    early.worker.proc.wait()
+    assert early.worker.proc.wait(timeout=20) == 3
     with SandboxRunner(Limits(timeout_s=10), base_dir=tmp_path) as runner:
         runner.adopt(early)
         runner.gate.check(CLEAN, role="design")  # not "too expensive to check": a new worker
