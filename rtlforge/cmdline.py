@@ -47,6 +47,7 @@ class Finished(SystemExit):
     test runner, a host calling the command) it is the ``SystemExit`` it derives from.
     """
 
+
 _HOST_FACTORY = "rtlforge.host_factory"
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 # Nothing above imports pydantic: the command starts its gate worker first (see validate).
 
+
 def _source(path: Path) -> SourceFile:
     from rtlforge.core.models import SourceFile
 

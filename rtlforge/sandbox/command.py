@@ -74,9 +74,11 @@ def exe_facts(jail: Jail, exe: str) -> tuple[bool, Path | None, bool]:
 
 
 def jailed_argv(jail: Jail, run_dir: Path, exe: str, args: Sequence[str],
-                ro_paths: Sequence[str | Path] = ()) -> list[str]:
-    """``bwrap ... -- exe args`` in a jail of its own for ``run_dir``."""
-    python, home, _ = exe_facts(jail, exe)
+                ro_paths: Sequence[str | Path] = (), *,
+                facts: tuple[bool, Path | None, bool] | None = None) -> list[str]:
+    """``bwrap ... -- exe args`` in a jail of its own for ``run_dir``; ``facts`` are
+    :func:`exe_facts` of ``exe`` where the caller keeps them."""
+    python, home, _ = facts if facts is not None else exe_facts(jail, exe)
     extra = [*ro_paths, *((home,) if home is not None else ())]
     return [*jail.argv(run_dir, extra, python=python), exe, *args]
 

@@ -68,6 +68,7 @@ from rtlforge.sandbox._spawner import (
 from rtlforge.sandbox.command import (
     end_process_group,
     exe_facts,
+    jailed_argv,
     prlimit_chain,
     rlimit_values,
     tool_environment,
@@ -617,12 +618,11 @@ class SandboxRunner:
         if jail is None:
             prefix = network_isolation_prefix() if limits.no_network else []
             return [exe, *argv[1:]], prefix, tool, ws, bool(prefix)
-        python, home, home_pooled = self._exe_facts(jail, exe, cache=os.sep not in argv[0])
-        extra = [*ro_paths, *((home,) if home is not None else ())]
-        if pooled and ws.jail is not None and not ws.jail.broken and home_pooled \
+        facts = self._exe_facts(jail, exe, cache=os.sep not in argv[0])
+        if pooled and ws.jail is not None and not ws.jail.broken and facts[2] \
                 and all(jail.visible_pooled(p) for p in ro_paths):
             return [exe, *argv[1:]], [], tool, ws, True
-        return [*jail.argv(ws.path, extra, python=python), exe, *argv[1:]], [], tool, ws, True
+        return jailed_argv(jail, ws.path, exe, argv[1:], ro_paths, facts=facts), [], tool, ws, True
 
     def _exe_facts(self, jail: Jail, exe: str, *, cache: bool,
                    ) -> tuple[bool, Path | None, bool]:
@@ -729,10 +729,6 @@ class SandboxRunner:
                 if fd is not None:
                     os.close(fd)
 
-    @staticmethod
-    def _environment(cwd: Path, env: Mapping[str, str] | None) -> dict[str, str]:
-        return tool_environment(cwd, env)
-
     def run(
         self,
         argv: Sequence[str],
@@ -759,7 +755,7 @@ class SandboxRunner:
         with lease.lock if lease is not None else contextlib.nullcontext():
             full, prefix, info, ws, isolated = self._prepare(argv, cwd, limits, ro_paths, tool,
                                                              pooled=lease is not None)
-            run_env = self._environment(ws.path, env)
+            run_env = tool_environment(ws.path, env)
             pooled = lease is not None and full[0] != (self._jail.bwrap if self._jail else "")
             start = time.perf_counter()
             try:
@@ -807,7 +803,7 @@ class SandboxRunner:
         def start() -> subprocess.Popen[bytes]:
             # Always the wrapper chain: the caller needs a Popen with pipes it keeps a while.
             return subprocess.Popen([*self._wrap(prefix, _rlimits(limits)), *full], cwd=ws.path,
-                                    env=self._environment(ws.path, None),
+                                    env=tool_environment(ws.path),
                                     start_new_session=True, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT if merge_stderr
