@@ -40,7 +40,7 @@ from rtlforge.sandbox.command import (
     rlimit_values,
     tool_environment,
 )
-from rtlforge.sandbox.jail import PACKAGE_DIR, Jail, interpreter, isolation_choice
+from rtlforge.sandbox.jail import PACKAGE_DIR, Jail, JailProbe, interpreter, isolation_choice
 
 if TYPE_CHECKING:
     from rtlforge.core.models import SourceFile
@@ -371,10 +371,23 @@ class EarlyWorker:
     exits.
     """
 
-    def __init__(self, jail: Jail, worker: _Worker, memory_mb: int) -> None:
+    def __init__(self, jail: Jail, worker: _Worker, memory_mb: int,
+                 proof: JailProbe | None = None) -> None:
         self.jail = jail
         self.worker = worker
         self.memory_mb = memory_mb
+        self._proof = proof
+
+    def proven(self) -> bool:
+        """Whether the jail's probe succeeded (waiting for it if it still runs): an adopting
+        runner must not use the jail before."""
+        if self._proof is None:
+            return True
+        try:
+            self._proof.result()
+        except IsolationUnavailableError:
+            return False
+        return True
 
     @classmethod
     def start(cls, *, memory_mb: int = 2048, base_dir: str | Path | None = None,
@@ -387,8 +400,9 @@ class EarlyWorker:
         prlimit = shutil.which("prlimit") or shutil.which("prlimit", path="/usr/bin:/bin")
         if prlimit is None:
             return None
-        try:
-            jail = Jail.discover()
+        try:  # the probe runs while the command imports the rest (~10 ms off its start)
+            jail = Jail.discover(prove=False)
+            proof = jail.start_probe()
         except IsolationUnavailableError:
             return None
         try:
@@ -407,7 +421,7 @@ class EarlyWorker:
             return None
         # holds the process, so it runs when the worker closes or at interpreter exit
         ended = weakref.finalize(proc, _end_early, proc, path)
-        return cls(jail, _Worker(proc, ended), memory_mb)
+        return cls(jail, _Worker(proc, ended), memory_mb, proof)
 
     def close(self) -> None:
         self.worker.close()

@@ -172,8 +172,11 @@ class Jail:
     python: tuple[Path, ...] = ()
 
     @classmethod
-    def discover(cls, extra_ro: Sequence[str | Path] = ()) -> Jail:
-        """Find bubblewrap and prove it can isolate here; raise IsolationUnavailableError."""
+    def discover(cls, extra_ro: Sequence[str | Path] = (), *, prove: bool = True) -> Jail:
+        """Find bubblewrap and prove it can isolate here; raise IsolationUnavailableError.
+
+        ``prove=False`` leaves the proof to the caller (:meth:`start_probe`), who must have it
+        before the jail isolates anything: a one-shot command starts it beside its imports."""
         bwrap = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin")
         if bwrap is None:
             raise IsolationUnavailableError(
@@ -210,6 +213,8 @@ class Jail:
                    python=tuple(p for p in _python_roots() if not _covered(p, roots)))
         if devices is not None:
             weakref.finalize(jail, shutil.rmtree, devices, True)
+        if not prove:
+            return jail
         try:
             jail.probe()
         except IsolationUnavailableError:
@@ -259,17 +264,57 @@ class Jail:
 
     def probe(self) -> None:
         """Run ``true`` in a jail; raise IsolationUnavailableError with bwrap's words if not."""
-        with tempfile.TemporaryDirectory(prefix="rtlforge-probe-") as tmp:
+        self.start_probe().result()
+
+    def start_probe(self) -> JailProbe:
+        """Start :meth:`probe` without waiting for it; raise IsolationUnavailableError if
+        bubblewrap cannot even be started."""
+        tmp = Path(tempfile.mkdtemp(prefix="rtlforge-probe-"))
+        try:
+            proc = subprocess.Popen([*self.argv(tmp), "/bin/true"], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise IsolationUnavailableError(f"bubblewrap cannot start: {exc}") from exc
+        return JailProbe(proc, tmp)
+
+
+class JailProbe:
+    """A started :meth:`Jail.probe`: ``result()`` waits for it (once; later calls repeat the
+    answer) and raises IsolationUnavailableError with bubblewrap's words where it failed."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], tmp: Path) -> None:
+        self._proc = proc
+        self._error: str | None = None
+        self._done = False
+        # one never asked (its command ended first) is reaped and its directory removed
+        self._forget = weakref.finalize(self, _end_probe, proc, tmp)
+
+    def result(self, timeout: float = 20) -> None:
+        if not self._done:
             try:
-                proc = subprocess.run([*self.argv(Path(tmp)), "/bin/true"], capture_output=True,
-                                      text=True, timeout=20, stdin=subprocess.DEVNULL,
-                                      check=False)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise IsolationUnavailableError(f"bubblewrap cannot start: {exc}") from exc
-        if proc.returncode != 0:
-            raise IsolationUnavailableError(
-                f"bubblewrap cannot isolate tool runs on this platform ({proc.stderr.strip()}); "
-                "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, "
-                "or a container without them). Untrusted Verilog is refused. Run inside a "
-                f"VM/container that allows them, or opt out explicitly with {ISOLATION_ENV}=none "
-                "(unsafe).")
+                _, stderr = self._proc.communicate(timeout=timeout)
+                if self._proc.returncode != 0:
+                    self._error = (
+                        "bubblewrap cannot isolate tool runs on this platform "
+                        f"({stderr.decode(errors='replace').strip()}); user namespaces may be "
+                        "disabled (sysctl kernel.unprivileged_userns_clone, or a container "
+                        "without them). Untrusted Verilog is refused. Run inside a VM/container "
+                        f"that allows them, or opt out explicitly with {ISOLATION_ENV}=none "
+                        "(unsafe).")
+            except subprocess.TimeoutExpired:
+                self._error = f"bubblewrap cannot start: it did not finish in {timeout:g} s"
+            finally:
+                self._forget()
+                self._done = True
+        if self._error is not None:
+            raise IsolationUnavailableError(self._error)
+
+
+def _end_probe(proc: subprocess.Popen[bytes], tmp: Path) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -441,11 +441,11 @@ class SandboxRunner:
 
     def adopt(self, early: EarlyWorker) -> None:
         """Take a gate worker started before this runner existed: its jail becomes this
-        runner's (no second probe) and the worker joins the gate's idle ones, so the first
-        check need not start one. Closed instead where this runner would not use it (the
-        gate skipped, isolation off)."""
-        if self.unsafe_skip_gate or self.isolation != "bwrap":
-            early.close()
+        runner's once its probe has succeeded (no second probe) and the worker joins the
+        gate's idle ones, so the first check need not start one. Closed instead where this
+        runner would not use it (the gate skipped, isolation off, the probe failed)."""
+        if self.unsafe_skip_gate or self.isolation != "bwrap" or not early.proven():
+            early.close()  # unproven: this runner probes its own jail and says why it failed
             return
         with self._jail_lock:
             if self._jail is None and self._jail_error is None:

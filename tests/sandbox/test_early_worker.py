@@ -10,16 +10,18 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rtlforge.core.errors import SecurityViolation
+from rtlforge.core.errors import IsolationUnavailableError, SecurityViolation
 from rtlforge.core.models import SourceFile
 from rtlforge.sandbox import gate as gate_module
 from rtlforge.sandbox.gate import EarlyWorker
+from rtlforge.sandbox.jail import Jail, JailProbe
 from rtlforge.sandbox.runner import Limits, SandboxRunner
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
@@ -139,4 +141,31 @@ def test_no_early_worker_where_isolation_is_off(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RTLFORGE_SANDBOX", "none")
     assert EarlyWorker.start(base_dir=tmp_path) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def _failing_probe(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every jail probe fails the way bubblewrap does without user namespaces."""
+    def start_probe(self: Jail) -> JailProbe:
+        probe_dir = Path(tempfile.mkdtemp(dir=tmp_path, prefix="probe-"))
+        proc = subprocess.Popen(
+            ["sh", "-c", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return JailProbe(proc, probe_dir)
+
+    monkeypatch.setattr(Jail, "start_probe", start_probe)
+
+
+def test_a_worker_whose_jail_failed_its_probe_is_closed_and_the_runner_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _failing_probe(monkeypatch, tmp_path)
+    early = EarlyWorker.start(base_dir=tmp_path)
+    assert early is not None  # started before the probe's answer: it is not waited for
+    proc = early.worker.proc
+    assert not early.proven()
+    with SandboxRunner(Limits(timeout_s=10), base_dir=tmp_path) as runner:
+        runner.adopt(early)
+        assert not _alive(proc)
+        with pytest.raises(IsolationUnavailableError, match="No permissions to create new"):
+            runner.jail()  # its own probe fails the same way: bubblewrap's words
     assert list(tmp_path.iterdir()) == []

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +23,7 @@ from rtlforge.core.errors import (
 )
 from rtlforge.core.models import Candidate, SourceFile, Task, Verdict
 from rtlforge.plugins.validators.iverilog import IverilogLint
+from rtlforge.sandbox.jail import Jail, JailProbe
 from rtlforge.sandbox.runner import Limits, SandboxRunner
 from rtlforge.validate.pipeline import Pipeline
 
@@ -117,6 +121,37 @@ def test_without_bubblewrap_untrusted_input_is_refused_loudly(
         task, Candidate.from_source("module m; endmodule\n"))
     assert report.verdict is Verdict.INFRA_ERROR
     assert "bubblewrap" in report.feedback[0].message
+
+
+def test_a_failed_jail_probe_says_why_in_bubblewraps_words_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    failing = subprocess.Popen(["sh", "-c", "echo 'bwrap: setting up uid map: Permission "
+                                "denied' >&2; exit 1"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    probe = JailProbe(failing, probe_dir)
+    for _ in range(2):  # asked again, the same answer
+        with pytest.raises(IsolationUnavailableError,
+                           match=r"setting up uid map: Permission denied.*RTLFORGE_SANDBOX=none"):
+            probe.result()
+    assert not probe_dir.exists()
+
+
+@needs_bwrap
+def test_a_jail_probe_never_asked_is_reaped_with_its_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    jail = Jail.discover(prove=False)
+    probe = jail.start_probe()
+    proc = probe._proc
+    assert sum(p.name.startswith("rtlforge-probe-") for p in tmp_path.iterdir()) == 1
+    del probe
+    gc.collect()
+    assert proc.returncode is not None  # waited for: no zombie left
+    assert not any(p.name.startswith("rtlforge-probe-") for p in tmp_path.iterdir())
+    jail.start_probe().result()  # and a proof on this machine succeeds
 
 
 def test_explicit_opt_out_runs_without_a_jail(monkeypatch: pytest.MonkeyPatch) -> None:
