@@ -31,11 +31,14 @@ def fixtures_dir() -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _plugin_manifests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The CLI's plugin manifests (rtlforge.cli.manifest) go to a folder of this session, not
-    the user's cache: tests install plugins on temporary paths, each path a manifest of its own.
-    A folder (or ``off``) given in the environment is kept."""
+def _session_caches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI's plugin manifests (rtlforge.cli.manifest) and the tools' versions
+    (rtlforge.sandbox.toolversions) go to folders of this session, not the user's cache: tests
+    install plugins on temporary paths, each path a manifest of its own, and put stand-in tools
+    on PATH. A folder (or ``off``) given in the environment is kept."""
     with pytest.MonkeyPatch.context() as patch:
-        if "RTLFORGE_PLUGIN_CACHE" not in os.environ:
-            patch.setenv("RTLFORGE_PLUGIN_CACHE", str(tmp_path_factory.mktemp("manifests")))
+        for variable, name in (("RTLFORGE_PLUGIN_CACHE", "manifests"),
+                               ("RTLFORGE_TOOL_CACHE", "tool-versions")):
+            if variable not in os.environ:
+                patch.setenv(variable, str(tmp_path_factory.mktemp(name)))
         yield

@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from rtlforge.core.cachedir import cache_dir
+
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
@@ -65,10 +67,7 @@ def cache_file() -> str | None:
     if folder is not None and folder.strip().lower() in ("", "off", "0", "no", "false"):
         return None
     if folder is None:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = os.environ.get("RTLFORGE_CACHE_DIR") or os.path.join(
-            xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.cache"), "rtlforge")
-        folder = os.path.join(root, "plugins")
+        folder = cache_dir("plugins")
     key = hashlib.sha256(json.dumps(_environment(), sort_keys=True).encode()).hexdigest()[:16]
     return os.path.join(folder, f"manifest-{key}.json")
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtlforge.core.cachedir import cache_dir
 from rtlforge.core.errors import ConfigError
 
 __all__ = [
@@ -65,10 +66,8 @@ class LibertyError(ConfigError):
 
 
 def default_cache_dir() -> Path:
-    """``$RTLFORGE_CACHE_DIR/liberty``, else ``~/.cache/rtlforge/liberty``."""
-    root = os.environ.get("RTLFORGE_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "rtlforge"
-    return base / "liberty"
+    """``liberty`` under :func:`~rtlforge.core.cachedir.cache_dir`."""
+    return Path(cache_dir("liberty"))
 
 
 def _read_text(path: Path) -> str:

