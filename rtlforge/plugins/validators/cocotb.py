@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -255,6 +254,8 @@ def read_results(path: Path) -> tuple[int, list[tuple[str, str]]] | None:
     Read through :mod:`rtlforge.sandbox.runfiles`: a link, FIFO or oversized file there raises
     :class:`~rtlforge.sandbox.runfiles.PlantedFileError` (the run's doing, never a pass).
     """
+    import xml.etree.ElementTree as ET  # only a cocotb run needs it
+
     data = runfiles.read_bytes(path.parent, path.name, _RESULTS_LIMIT)
     if data is None:
         return None

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rtlforge.core.errors import ToolMissingError
 from rtlforge.core.hookspecs import Register, hookimpl
@@ -49,14 +49,12 @@ from rtlforge.eda.tools import ICARUS, ICARUS_MACROS, PYTHON, VERILATOR, VVP, YO
 from rtlforge.sandbox import runfiles
 from rtlforge.sandbox.jail import interpreter
 from rtlforge.sandbox.runner import ToolRun, find_tool
-from rtlforge.tasks.cvdp import (
-    CvdpHarness,
-    CvdpService,
-    container_roots,
-    harness_of,
-    is_cvdp_task,
-    map_container_paths,
-)
+
+if TYPE_CHECKING:
+    from rtlforge.tasks.cvdp import CvdpHarness, CvdpService
+
+# rtlforge.tasks.cvdp is imported where it is used: every pipeline build imports this module to
+# read the validator's stage, and most never meet a CVDP task.
 
 _DRIVER = "cvdp_driver.py"
 _CONFIG = "rtlforge-cvdp.json"
@@ -246,6 +244,8 @@ class CvdpValidator(Validator):
     python: str = field(default_factory=interpreter)
 
     def applies(self, task: Task) -> bool:
+        from rtlforge.tasks.cvdp import is_cvdp_task
+
         return is_cvdp_task(task)
 
     def tool_names(self) -> Sequence[str]:
@@ -264,6 +264,8 @@ class CvdpValidator(Validator):
 
     def validate(self, ctx: ValidationContext) -> StageResult:
         start = time.perf_counter()
+        from rtlforge.tasks.cvdp import harness_of
+
         harness = harness_of(ctx.task)
         if harness is None:
             return _result(start, Verdict.ERROR, [make_feedback(
@@ -355,6 +357,8 @@ class CvdpValidator(Validator):
         """What the driver needs: the layout steps, and each service's command and environment
         with container paths moved into this run."""
         project = f"{workdir}/code"
+        from rtlforge.tasks.cvdp import container_roots, map_container_paths
+
         roots = container_roots(workdir)
         layout: list[list[str]] = []
         for path, text in harness.context.items():
@@ -373,6 +377,8 @@ class CvdpValidator(Validator):
 
     @staticmethod
     def _service(service: CvdpService, workdir: str) -> dict[str, Any]:
+        from rtlforge.tasks.cvdp import container_roots, map_container_paths
+
         roots = container_roots(workdir, service)
         env = {k: map_container_paths(v, roots) for k, v in service.env.items()}
         cwd = roots["/code"] + "/rundir"
