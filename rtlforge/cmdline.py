@@ -12,9 +12,10 @@ that failed to load: ``rtlforge plugins``).
 from __future__ import annotations
 
 import contextlib
+import gc
 import types
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,6 +47,21 @@ class Finished(SystemExit):
     objects). Raise it only when everything the command wrote is closed. Anywhere else (click's
     test runner, a host calling the command) it is the ``SystemExit`` it derives from.
     """
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a command sets up: importing pydantic, the models and
+    the plugins allocates much and frees next to nothing, so the collections it triggers only
+    cost time (~14 ms of a ``validate``). The collector's state is restored on the way out,
+    whatever ends the block."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _HOST_FACTORY = "rtlforge.host_factory"

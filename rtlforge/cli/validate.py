@@ -12,6 +12,7 @@ from rtlforge.cmdline import (
     PLUGIN_OPTION_HELP,
     SIMULATOR_HELP,
     Finished,
+    collector_paused,
     command_host,
     design_top,
     exit_code,
@@ -20,7 +21,7 @@ from rtlforge.cmdline import (
 from rtlforge.core.errors import ExtractionError, RtlforgeError
 
 if TYPE_CHECKING:
-    from rtlforge.core.models import Candidate, Mismatch, SourceFile, ValidationReport
+    from rtlforge.core.models import Candidate, Mismatch, SourceFile, Task, ValidationReport
     from rtlforge.validate.pipeline import Pipeline
 
 # Nothing above imports pydantic: the command starts its gate worker first (see validate).
@@ -121,6 +122,29 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
     if task_dir is not None and (testbench is not None or support):
         raise click.UsageError("--task brings its own testbench and support files; "
                                "drop --testbench/--support")
+    with collector_paused():  # the set-up allocates much and frees little
+        task, candidate, pipeline = _prepare(
+            designs, testbench=testbench, support=support, task_dir=task_dir, top=top,
+            simulator=simulator, synth=synth, extras=extras,
+            validator_options=validator_options, timeout=timeout, wave=wave)
+    report = pipeline.validate(task, candidate)
+    summary = report.to_summary()
+    if wave is not None:
+        summary["wave"] = _write_wave(report, wave)
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        _print_report(report)
+        if wave is not None:
+            _print_wave(summary["wave"])
+    raise Finished(exit_code(report.verdict))  # everything written is closed
+
+
+def _prepare(designs: tuple[Path, ...], *, testbench: Path | None, support: tuple[Path, ...],
+             task_dir: Path | None, top: str | None, simulator: str, synth: bool,
+             extras: tuple[str, ...], validator_options: tuple[str, ...], timeout: float,
+             wave: Path | None) -> tuple[Task, Candidate, Pipeline]:
+    """The task, the candidate and the pipeline ``validate`` runs, the sandbox already starting."""
     from rtlforge.sandbox.gate import EarlyWorker
 
     # The gate's worker starts before pydantic and the pipeline are imported, the tools' jail
@@ -163,17 +187,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
             pipeline = _dumping_waves(pipeline, simulator, timeout)
     except (ValueError, RtlforgeError) as exc:
         raise click.UsageError(str(exc)) from exc
-    report = pipeline.validate(task, candidate)
-    summary = report.to_summary()
-    if wave is not None:
-        summary["wave"] = _write_wave(report, wave)
-    if as_json:
-        click.echo(json.dumps(summary))
-    else:
-        _print_report(report)
-        if wave is not None:
-            _print_wave(summary["wave"])
-    raise Finished(exit_code(report.verdict))  # everything written is closed
+    return task, candidate, pipeline
 
 
 def _dumping_waves(pipeline: Pipeline, simulator: str, timeout: float) -> Pipeline:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rtlforge.cli import cli
+from rtlforge.cmdline import collector_paused
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = "module and2(input a, input b, output y);\n  assign y = a & b;\nendmodule\n"
@@ -392,3 +394,46 @@ def test_each_invocation_sees_the_commands_of_its_own_host() -> None:
     second = CliRunner().invoke(cli, ["greet"], obj=without)
     assert second.exit_code == 2 and "No such command 'greet'" in second.output
     assert "greet" not in cli.commands
+
+
+@pytest.mark.tools
+def test_validate_sets_up_without_garbage_collection_and_restores_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rtlforge.validate.pipeline import Pipeline
+
+    seen: dict[str, bool] = {}
+    real_build, real_validate = Pipeline.build.__func__, Pipeline.validate  # type: ignore[attr-defined]
+
+    def build(cls: type, *args: object, **kwargs: object) -> Pipeline:
+        seen["building"] = gc.isenabled()
+        return real_build(cls, *args, **kwargs)
+
+    def validate(self: Pipeline, *args: object) -> object:
+        seen["validating"] = gc.isenabled()
+        return real_validate(self, *args)
+
+    monkeypatch.setattr(Pipeline, "build", classmethod(build))
+    monkeypatch.setattr(Pipeline, "validate", validate)
+    assert gc.isenabled()
+    code, _ = _invoke("validate", _write(tmp_path, "and2.v", GOOD), "--testbench",
+                      _write(tmp_path, "tb.v", TB), "--json")
+    assert code == 0
+    assert seen == {"building": False, "validating": True}
+    assert gc.isenabled()
+    code, _ = _invoke("validate", _write(tmp_path, "two.v", GOOD + GOOD.replace("and2", "b")))
+    assert code == 2 and gc.isenabled()  # a usage error in the set-up restores it too
+
+
+def test_collector_paused_restores_the_collectors_state() -> None:
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a host that had it off keeps it off
+    finally:
+        gc.enable()
