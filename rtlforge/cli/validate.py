@@ -122,7 +122,7 @@ def validate(designs: tuple[Path, ...], testbench: Path | None, support: tuple[P
     if task_dir is not None and (testbench is not None or support):
         raise click.UsageError("--task brings its own testbench and support files; "
                                "drop --testbench/--support")
-    with collector_paused():  # the set-up allocates much and frees little
+    with collector_paused():
         task, candidate, pipeline = _prepare(
             designs, testbench=testbench, support=support, task_dir=task_dir, top=top,
             simulator=simulator, synth=synth, extras=extras,

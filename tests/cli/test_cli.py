@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import weakref
 from pathlib import Path
 
 import pytest
@@ -422,6 +423,23 @@ def test_validate_sets_up_without_garbage_collection_and_restores_it(
     assert gc.isenabled()
     code, _ = _invoke("validate", _write(tmp_path, "two.v", GOOD + GOOD.replace("and2", "b")))
     assert code == 2 and gc.isenabled()  # a usage error in the set-up restores it too
+
+
+def test_collector_paused_leaves_no_pending_pass_and_no_leak() -> None:
+    class Node:
+        pass
+
+    with collector_paused():
+        junk = [[] for _ in range(50_000)]  # what a set-up allocates and keeps
+        cycle = Node()
+        cycle.me = cycle  # type: ignore[attr-defined]
+        alive = weakref.ref(cycle)
+        del cycle
+    assert gc.get_count()[0] < 700  # no pass over all of it on the next allocation
+    assert alive() is not None  # not collected meanwhile
+    gc.collect()
+    assert alive() is None  # but a full collection finds the cycle left in the block
+    del junk
 
 
 def test_collector_paused_restores_the_collectors_state() -> None:
