@@ -30,7 +30,6 @@ Environment controls (read when the host is created):
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import threading
@@ -365,7 +364,9 @@ class PluginHost:
         """``; did you mean 'register_validators'?`` for a misspelt hook, else nothing."""
         known = [n for n, c in vars(self.pm.hook).items() if not n.startswith("_") and
                  c.has_spec()]
-        close = difflib.get_close_matches(hook_name, known, n=1)
+        from difflib import get_close_matches
+
+        close = get_close_matches(hook_name, known, n=1)
         return f"; did you mean {close[0]!r}?" if close else ""
 
     def _declared_kinds(self, name: str) -> list[PluginKind]:

@@ -8,13 +8,15 @@ repeat, so it is never replayed from the cache.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rtlforge.core.models import ValidationReport
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 class ResultCache(Protocol):
@@ -70,6 +72,8 @@ class SQLiteCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            import sqlite3  # only a persistent cache needs it, not every pipeline
+
             conn = sqlite3.connect(self.path, timeout=30)
             self._local.conn = conn
         return conn
