@@ -7,8 +7,10 @@ One run interleaves, per repeat, each a fresh process timed from start to exit:
 - plugins: ``rtlforge plugins``;
 - help, no manifest: ``rtlforge --help`` with ``RTLFORGE_PLUGIN_CACHE=off``, so every plugin is
   imported, as before the plugin manifest (the first run after an install pays this once);
-- validate: ``rtlforge validate --task TASK GOLDEN`` (default: ``examples/tasks/add8_carry``, an
-  8-bit adder whose testbench checks all 131,072 input combinations);
+- validate: ``rtlforge validate --json --task TASK GOLDEN`` (default:
+  ``examples/tasks/add8_carry``, an 8-bit adder whose testbench checks all 131,072 input
+  combinations), also reported as its time outside the stages it prints (start-up, set-up,
+  report and exit: rtlforge's own cost, without the simulation's noise);
 - raw: the tools that validation runs, by hand: ``iverilog -g2012`` + ``vvp -n`` on the same
   files in a temporary folder (``validation_overhead.raw_seconds``; no sandbox, no gate);
 
@@ -26,6 +28,7 @@ The manifest is made and bytecode is cached once before the timed runs, as after
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -42,13 +45,20 @@ from rtlforge.tasks.loader import load_task
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str], env: dict[str, str], expect: int = 0) -> float:
+def timed(argv: list[str], env: dict[str, str], expect: int = 0) -> tuple[float, str]:
+    """Seconds from start to exit, and what the command printed."""
     start = time.perf_counter()
     run = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     if run.returncode != expect:
         raise SystemExit(f"{' '.join(argv)} exited {run.returncode}:\n{run.stderr[-2000:]}")
-    return seconds
+    return seconds, run.stdout
+
+
+def outside_stages(seconds: float, printed: str) -> float:
+    """A ``validate --json`` run's time outside its stages (start-up, set-up, report, exit):
+    steadier than the ratio, which also carries the simulation's noise."""
+    return seconds - sum(stage["seconds"] for stage in json.loads(printed)["stages"])
 
 
 def rtlforge_command() -> list[str]:
@@ -80,7 +90,8 @@ def main() -> int:
         "help": ([*rtlforge, "--help"], env, 0),
         "plugins": ([*rtlforge, "plugins"], env, 0),
         "help, no manifest": ([*rtlforge, "--help"], off, 0),
-        "validate": ([*rtlforge, "validate", "--task", str(args.task), *golden], env, 0),
+        "validate": ([*rtlforge, "validate", "--json", "--task", str(args.task), *golden], env,
+                     0),
     }
     if args.baseline is not None:
         before = {**env, "PYTHONPATH": str(args.baseline.resolve())}
@@ -93,9 +104,13 @@ def main() -> int:
         timed(argv, run_env, expect)
     raw_seconds(task)
     times: dict[str, list[float]] = {name: [] for name in (*runs, "raw")}
+    outside: dict[str, list[float]] = {name: [] for name in runs if name.startswith("validate")}
     for _ in range(args.repeats):
         for name, (argv, run_env, expect) in runs.items():
-            times[name].append(timed(argv, run_env, expect))
+            seconds, printed = timed(argv, run_env, expect)
+            times[name].append(seconds)
+            if name in outside:
+                outside[name].append(outside_stages(seconds, printed))
         times["raw"].append(raw_seconds(task))
     med = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
@@ -105,6 +120,9 @@ def main() -> int:
     print(f"help, no manifest / help {med['help, no manifest'] / med['help']:6.2f}x")
     print(f"validate / raw           {med['validate'] / med['raw']:6.2f}x  (target <= 1.5x; "
           f"validate - raw = {(med['validate'] - med['raw']) * 1e3:.0f} ms)")
+    for name, values in outside.items():
+        print(f"{name + ' outside stages':<34} median {statistics.median(values) * 1e3:6.1f} ms"
+              f"   min {min(values) * 1e3:6.1f} ms")
     if args.baseline is not None:
         print(f"baseline: help {med['help (baseline)'] / med['bare']:.2f}x bare, validate "
               f"{med['validate (baseline)'] / med['raw']:.2f}x raw")
