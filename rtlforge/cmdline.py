@@ -57,14 +57,15 @@ def collector_paused() -> Iterator[None]:
     allocated is moved to the oldest generation unexamined (``gc.freeze()`` then
     ``gc.unfreeze()``; otherwise the next allocation would examine all of it at once, ~15 ms)
     and the collector's state is restored: cycles it left are found by the next full
-    collection."""
+    collection. A process that froze objects itself keeps them frozen: the move is skipped."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
-        gc.unfreeze()
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
         if enabled:
             gc.enable()
 

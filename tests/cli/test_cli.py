@@ -442,6 +442,17 @@ def test_collector_paused_leaves_no_pending_pass_and_no_leak() -> None:
     del junk
 
 
+def test_collector_paused_leaves_what_the_host_froze_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_collector_paused_restores_the_collectors_state() -> None:
     assert gc.isenabled()
     with pytest.raises(RuntimeError), collector_paused():
