@@ -50,10 +50,10 @@ from rtlforge.core.cachedir import cache_dir
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-    from rtlforge.core.plugins import KnownPlugin, PluginHost
+    from rtlforge.core.plugins import KnownPlugin, PluginHost, PluginInfo
 
 #: Bumped whenever what a manifest holds changes meaning.
-FORMAT = 1
+FORMAT = 2
 CACHE_ENV = "RTLFORGE_PLUGIN_CACHE"
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".pth")
 _STALE_AFTER_S = 30 * 86400  # other manifests untouched this long are removed on a write
@@ -172,7 +172,11 @@ class Manifest:
         return [KnownPlugin(name=p["name"], value=p["value"], distribution=p["distribution"],
                             version=p["version"], hooks=frozenset(p["hooks"]),
                             specs=frozenset(p["specs"]),
-                            kinds=tuple((k, h) for k, h in p["kinds"])) for p in self.plugins]
+                            kinds=tuple((k, h) for k, h in p["kinds"]),
+                            registers=tuple(
+                                (k, n, a, None if f is None else tuple((x, v) for x, v in f))
+                                for k, n, a, f in p["registers"]))
+                for p in self.plugins]
 
     def stub(self, name: str, target: str | None = None) -> click.Command | None:
         """A command that knows only the help of plugin command ``name`` (of the built-in
@@ -204,7 +208,7 @@ def _checked(data: Any) -> Manifest:
          and isinstance(builtins, dict))
     for p in plugins:
         need(isinstance(p, dict) and set(p) == {"name", "value", "distribution", "version",
-                                                 "hooks", "specs", "kinds"})
+                                                 "hooks", "specs", "kinds", "registers"})
         for key in ("name", "value"):
             texts(p[key])
         for key in ("distribution", "version"):
@@ -218,6 +222,17 @@ def _checked(data: Any) -> Manifest:
             need(isinstance(pair, list) and len(pair) == 2)
             texts(pair[0])
             texts(pair[1])
+        need(isinstance(p["registers"], list))
+        for reg in p["registers"]:
+            need(isinstance(reg, list) and len(reg) == 4)
+            texts(reg[0])
+            texts(reg[1])
+            texts(reg[2], optional=True)
+            need(reg[3] is None or isinstance(reg[3], list))
+            for fact in reg[3] or ():
+                need(isinstance(fact, list) and len(fact) == 2)
+                texts(fact[0])
+                texts(fact[1], optional=True)
     names = {p["name"] for p in plugins}
     for name, info in [*commands.items(), *((n, {**i, "plugin": None})
                                             for n, i in builtins.items())]:
@@ -295,6 +310,25 @@ def load_command(target: str) -> click.Command:
     return command
 
 
+def _registers(host: PluginHost, info: PluginInfo) -> list[list[Any]] | None:
+    """What a plugin registers, as ``[kind, name, alias_of, facts]`` (``KnownPlugin``); None
+    when a fact is neither text nor None (a manifest could not answer as the classes do)."""
+    out: list[list[Any]] = []
+    for kind in host.kinds():
+        names = info.registers.get(kind.name, [])
+        aliases = info.aliases.get(kind.name, {})
+        for name in [*names, *aliases]:
+            factory = host.get(kind.name, name)
+            facts = None
+            if name in names and isinstance(factory, type) and issubclass(
+                    factory, kind.interface):
+                facts = [[fact, getattr(factory, fact, None)] for fact in kind.facts]
+                if not all(value is None or isinstance(value, str) for _, value in facts):
+                    return None
+            out.append([kind.name, name, aliases.get(name), facts])
+    return out
+
+
 def _help(cmd: click.Command) -> dict[str, Any]:
     return {"help": cmd.help, "short_help": cmd.short_help, "hidden": cmd.hidden,
             "deprecated": cmd.deprecated}
@@ -317,10 +351,14 @@ def describe(host: PluginHost, eps: list[EntryPoint],
             continue
         seen.add(ep.name)
         info = infos[ep.name]
+        registers = _registers(host, info)
+        if registers is None:
+            return None
         plugins.append({"name": ep.name, "value": ep.value, "distribution": info.distribution,
                         "version": info.version, "hooks": _hooks(host, ep.name),
                         "specs": _specs(host, ep.name),
-                        "kinds": [[kind, hooks[kind]] for kind in info.kinds]})
+                        "kinds": [[kind, hooks[kind]] for kind in info.kinds],
+                        "registers": registers})
     added = click.Group()
     owners: dict[str, str | None] = {}
     for impl in host.pm.hook.register_commands.get_hookimpls():  # as RootGroup collects them

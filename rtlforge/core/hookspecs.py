@@ -41,13 +41,16 @@ class PluginKind:
 
     ``hook`` names the ``register_*`` hook (a spec with one ``register`` argument) through which
     plugins contribute ``interface`` implementations; it may be a spec the declaring plugin adds
-    itself with :func:`register_hookspecs`.
+    itself with :func:`register_hookspecs`. ``facts`` name class attributes (text or None) that
+    describe a registered class, so that a caller can choose among them before importing any:
+    the CLI's plugin manifest records them (``PluginHost.declared``).
     """
 
     name: str
     interface: type
     hook: str
     description: str = ""
+    facts: tuple[str, ...] = ()
 
 
 @hookspec

@@ -545,7 +545,8 @@ class Trainer(Plugin):
 #: The built-in plugin kinds, declared to every host through ``register_plugin_kinds`` like a
 #: plugin's own; keyed in the host by the name used in the CLI and ``PluginHost.get``.
 BUILTIN_KINDS: tuple[PluginKind, ...] = (
-    PluginKind("validator", Validator, "register_validators", "a validation stage"),
+    PluginKind("validator", Validator, "register_validators", "a validation stage",
+               facts=("stage", "toolchain")),
     PluginKind("generator", Generator, "register_generators", "turns prompts into samples"),
     PluginKind("ppa_estimator", PPAEstimator, "register_ppa_estimators", "measures PPA"),
     PluginKind("reward", Reward, "register_rewards", "scores completions for RL"),

@@ -18,9 +18,11 @@ Pass the host explicitly to whatever builds plugins. Scripts that have none use
 no cached global host); the CLI shares one per invocation (``rtlforge.cmdline.command_host``).
 
 A host given ``known`` entry points (:class:`KnownPlugin`: the hooks each implements, the
-specifications and kinds it adds, as the CLI's manifest records them, ``rtlforge.cli.manifest``)
-imports a plugin only when it is used: a kind it declares or registers into is asked for, another
-plugin needs its hook specifications, or everything is (``registry``, ``describe``, ``failures``).
+specifications and kinds it adds, what it registers, as the CLI's manifest records them,
+``rtlforge.cli.manifest``) imports a plugin only when it is used: a name it recorded is asked for
+(only that plugin), a kind it declares or registers into is listed, another plugin needs its hook
+specifications, or everything is (``registry``, ``describe``, ``failures``). ``declared(kind)``
+answers a kind's classes and their facts from the records, importing nothing.
 
 Environment controls (read when the host is created):
 
@@ -84,7 +86,10 @@ class KnownPlugin:
 
     ``hooks`` are the hooks its module implements (None: not known, import it at once),
     ``specs`` the hooks it adds specifications for (``register_hookspecs``), ``kinds`` the
-    plugin kinds it declares, as ``(kind, hook)``.
+    plugin kinds it declares, as ``(kind, hook)``. ``registers`` (None: not known) holds what
+    it registers, as ``(kind, name, alias_of, facts)``: ``alias_of`` names the registration an
+    old name stands for, ``facts`` are the kind's facts of a registered class as
+    ``(attribute, value)`` pairs (None for a factory that is not a class of the kind).
     """
 
     name: str
@@ -94,6 +99,8 @@ class KnownPlugin:
     hooks: frozenset[str] | None = None
     specs: frozenset[str] = frozenset()
     kinds: tuple[tuple[str, str], ...] = ()
+    registers: tuple[tuple[str, str, str | None,
+                           tuple[tuple[str, str | None], ...] | None], ...] | None = None
 
     def load(self) -> object:
         """What the entry point names, imported (as ``EntryPoint.load`` does)."""
@@ -493,8 +500,74 @@ class PluginHost:
         self._check_kind(kind)
         return sorted(n for n, r in self._loaded_registry()[kind].items() if r.alias_of is None)
 
+    def declared(self, kind: str) -> dict[str, dict[str, str | None]]:
+        """The registered classes of ``kind`` by name (aliases left out), each with the kind's
+        :attr:`~rtlforge.core.hookspecs.PluginKind.facts`; a factory that is not a class of the
+        kind's interface declares nothing and is left out. A plugin not imported yet answers
+        from what the manifest recorded, so choosing (a pipeline's validators by stage and
+        toolchain) imports nothing; one with nothing recorded is imported."""
+        with self._loading:
+            if kind not in self._kinds:  # declared by a plugin: import it (or say it is unknown)
+                self._check_kind(kind)
+            recorded = self._recorded(kind)
+            if recorded is None:  # a plugin to import first: everything as before
+                self._check_kind(kind)
+                recorded = {}
+            facts = self._kinds[kind].facts if kind in self._kinds else ()
+            interface = self._kinds[kind].interface if kind in self._kinds else None
+            found: dict[str, dict[str, str | None]] = {}
+            for name, reg in self._loaded_registry().get(kind, {}).items():
+                factory = reg.factory
+                if reg.alias_of is None and interface is not None and isinstance(
+                        factory, type) and issubclass(factory, interface):
+                    found[name] = {fact: getattr(factory, fact, None) for fact in facts}
+            for name, value in recorded.items():
+                if value is not None:
+                    found.setdefault(name, value)
+            return dict(sorted(found.items()))
+
+    def _recorded(self, kind: str) -> dict[str, dict[str, str | None] | None] | None:
+        """What the plugins not imported yet register into ``kind``, as recorded (facts, or
+        None for a factory); None when one of them recorded nothing or a name would clash
+        with an imported plugin's (then they are imported, as ``names`` does)."""
+        hooks = {h for p in self._deferred.values() for k, h in p.kinds if k == kind}
+        hooks |= {self._kinds[kind].hook} if kind in self._kinds else set()
+        loaded = self._loaded_registry().get(kind, {})
+        out: dict[str, dict[str, str | None] | None] = {}
+        for plugin in self._deferred.values():
+            if not hooks & {*(plugin.hooks or ()), *(h for _, h in plugin.kinds)}:
+                continue
+            if plugin.registers is None or kind not in self._kinds:
+                return None
+            for reg_kind, name, alias_of, facts in plugin.registers:
+                if reg_kind != kind:
+                    continue
+                if name in loaded or name in out:
+                    return None
+                out[name] = dict(facts) if facts is not None and alias_of is None else None
+        return out
+
+    def _owner(self, kind: str, name: str) -> str | None:
+        """The plugin not imported yet that recorded registering ``name`` into ``kind``."""
+        for plugin in self._deferred.values():
+            if plugin.registers is not None and any(
+                    k == kind and n == name for k, n, _, _ in plugin.registers):
+                return plugin.name
+        return None
+
     def get(self, kind: str, name: str) -> Callable[..., Any]:
-        """The registered class/factory, or a PluginError that lists what is available."""
+        """The registered class/factory, or a PluginError that lists what is available.
+
+        Where the manifest recorded which plugin registers ``name``, only that plugin (and
+        those whose hook specifications it needs) is imported."""
+        with self._loading:
+            if kind in self._kinds and self._recorded(kind) is not None:
+                owner = self._owner(kind, name)
+                if owner is not None:
+                    self.load([owner])
+                found = self._loaded_registry().get(kind, {}).get(name)
+                if found is not None:
+                    return found.factory
         self._check_kind(kind)
         try:
             return self._loaded_registry()[kind][name].factory

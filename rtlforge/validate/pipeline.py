@@ -73,30 +73,24 @@ _HDL_SUFFIXES = (".v", ".sv", ".vh", ".svh", ".vams")
 _CACHEABLE = (Verdict.PASS, Verdict.FAIL, Verdict.ERROR)
 
 
-def _declared(host: PluginHost) -> dict[str, type[Validator]]:
-    """Registered validator classes by name (factories declare nothing: use them via extra)."""
-    out: dict[str, type[Validator]] = {}
-    for name in host.names("validator"):
-        factory = host.get("validator", name)
-        if isinstance(factory, type) and issubclass(factory, Validator):
-            out[name] = factory
-    return out
-
-
 def toolchains(host: PluginHost, *stages: str) -> list[str]:
-    """Toolchains that have a validator for every one of ``stages`` (e.g. the simulators)."""
-    found: dict[str, set[str]] = {}
-    for cls in _declared(host).values():
-        if cls.toolchain is not None:
-            found.setdefault(cls.toolchain, set()).add(cls.stage)
+    """Toolchains that have a validator for every one of ``stages`` (e.g. the simulators).
+
+    Read from the validators' declared ``stage`` and ``toolchain`` (``PluginHost.declared``):
+    with the CLI's manifest no validator plugin is imported to answer; factories declare
+    nothing (use them through ``extra``)."""
+    found: dict[str, set[str | None]] = {}
+    for facts in host.declared("validator").values():
+        if facts["toolchain"] is not None:
+            found.setdefault(facts["toolchain"], set()).add(facts["stage"])
     return sorted(tc for tc, have in found.items() if set(stages) <= have)
 
 
 def select_validator(host: PluginHost, stage: str, toolchain: str) -> str:
     """The one registered validator of ``stage`` for ``toolchain``; none or several is an
     error that names them (pick one explicitly with ``extra`` instead)."""
-    names = [n for n, cls in _declared(host).items()
-             if cls.stage == stage and cls.toolchain == toolchain]
+    names = [n for n, facts in host.declared("validator").items()
+             if facts["stage"] == stage and facts["toolchain"] == toolchain]
     if not names:
         raise PluginError(f"no {stage} validator for toolchain {toolchain!r} is registered")
     if len(names) > 1:

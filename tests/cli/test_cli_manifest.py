@@ -122,6 +122,23 @@ def test_the_manifest_answers_as_importing_every_plugin_does(
     assert json.loads(served[2][1])["plugins"]  # the real listing, not an empty one
 
 
+def test_the_manifest_records_each_validators_stage_and_toolchain_as_its_class_does(
+        manifests: Path) -> None:
+    """A pipeline chooses its validators from what the manifest recorded, without importing
+    them: the record must be what the installed classes say (the oracle: an eager host)."""
+    from rtlforge.cli.manifest import Installed
+    from rtlforge.core.plugins import PluginHost
+
+    assert _invoke("--help")[0] == 0  # makes the manifest
+    served = Installed(BUILTIN_COMMANDS)
+    assert served.manifest() is not None
+    lazy = served.host()
+    recorded = lazy.declared("validator")
+    assert {"iverilog-lint", "iverilog-sim", "yosys-synth"} <= set(recorded)
+    assert recorded == PluginHost().declared("validator")
+    assert all(p.registers is not None for p in served.manifest().known())
+
+
 def test_installing_or_removing_a_plugin_rebuilds_the_manifest(site: Path) -> None:
     code, out = _invoke("--help")
     assert code == 0 and "greet-new" not in out and _manifest_file().is_file()
@@ -223,15 +240,26 @@ def test_the_builtin_commands_are_named_as_they_are_listed() -> None:
 # ------------------------------------------------------------------------------ import cost
 
 PROBE = """
-import json, sys
+import json, os, sys
 from rtlforge.cli import main
 sys.argv = ["rtlforge", *{args!r}]
+
+
+def record(code):
+    with open({out!r}, "w") as f:
+        json.dump({{"code": code, "modules": sorted(sys.modules)}}, f)
+
+
+def ending(status, end=os._exit):  # a finished validate ends here (cmdline.Finished)
+    record(status)
+    end(status)
+
+
+os._exit = ending
 try:
     main()
 except SystemExit as exc:
-    code = exc.code
-with open({out!r}, "w") as f:
-    json.dump({{"code": code, "modules": sorted(sys.modules)}}, f)
+    record(exc.code)
 """
 
 HEAVY = {"numpy", "pyslang", "structlog", "torch", "transformers", "moocore", "rich", "yaml"}
@@ -265,17 +293,25 @@ def test_help_and_plugins_import_no_plugin_and_no_heavy_library(tmp_path: Path) 
                        for m in modules), args
 
 
-def test_validate_imports_only_the_validators(tmp_path: Path) -> None:
+VALIDATOR_PLUGINS = "rtlforge.plugins.validators."
+
+
+def test_validate_imports_only_the_validators_it_runs(tmp_path: Path) -> None:
     task = ROOT / "examples" / "tasks" / "mux4"
     _run(tmp_path, "--help")  # make the manifest
     code, modules = _run(tmp_path, "validate", "--task", str(task), str(task / "golden.v"),
                          "--simulator", "nosuch")
     assert code == 2  # stops at the usage error, after the validators were looked at
-    assert "rtlforge.plugins.validators.iverilog" in modules
+    assert not any(m.startswith(VALIDATOR_PLUGINS) for m in modules)  # the manifest's records
     assert _tops(modules) & HEAVY == set()
     assert not any(m.startswith(("rtlforge.agents", "rtlforge.behave", "rtlforge.trainers",
                                  "rtlforge.plugins.generators", "rtlforge.rewards",
                                  "rtlforge.explore")) for m in modules)
+    skip_unless_tools("iverilog", "vvp", "bwrap")
+    code, modules = _run(tmp_path, "validate", "--task", str(task), str(task / "golden.v"))
+    assert code == 0
+    assert {m for m in modules if m.startswith(VALIDATOR_PLUGINS)} == {
+        VALIDATOR_PLUGINS + "iverilog"}
 
 
 GATE_ORDER_PROBE = """

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rtlforge.core.errors import PluginError
 from rtlforge.core.plugins import KnownPlugin, PluginHost
 
 #: Declares the ``widget`` kind: its interface, its hook specification.
@@ -200,3 +201,123 @@ def test_allow_and_block_lists_hold_for_known_plugins(modules: dict[str, str]) -
     host = PluginHost(known=_known(modules), block=["b"])
     assert host.names("validator") == ["dup"] and "b" not in _imported(modules)
     assert [i.name for i in host.describe()] == ["a", "declarer", "user"]
+
+
+#: Validators with a stage and a toolchain, the facts a manifest records for the kind.
+STAGED = '''
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from rtlforge import hookimpl
+    from rtlforge.core.interfaces import Validator
+    from rtlforge.core.models import StageResult, Verdict
+
+
+    def _made(name, stage, toolchain):
+        @dataclass(frozen=True)
+        class Made(Validator):
+            def validate(self, ctx):
+                return StageResult(name=self.name, verdict=Verdict.PASS)
+
+        Made.name, Made.stage, Made.toolchain = name, stage, toolchain
+        return Made
+
+
+    @hookimpl
+    def register_validators(register):
+        for name, stage, toolchain in {made}:
+            register(_made(name, stage, toolchain))
+        register(lambda: None, name="{prefix}-factory")
+'''
+
+
+@pytest.fixture
+def staged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Two validator plugins on the path, none imported yet: role -> module name."""
+    tag = uuid.uuid4().hex[:8]
+    made = {"x": [("x-lint", "lint", "x"), ("x-sim", "simulate", "x")],
+            "y": [("y-sim", "simulate", "y")]}
+    names = {role: f"rtlforge_staged_{role}_{tag}" for role in made}
+    for role, module in names.items():
+        (tmp_path / f"{module}.py").write_text(
+            textwrap.dedent(STAGED.format(made=made[role], prefix=role)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield names
+    for module in names.values():
+        sys.modules.pop(module, None)
+
+
+def _recorded(names: dict[str, str], *, records: bool = True) -> list[KnownPlugin]:
+    """What a manifest records about the two staged plugins (``records=False``: what an older
+    manifest did, no registrations)."""
+    def facts(stage: str, toolchain: str) -> tuple[tuple[str, str | None], ...]:
+        return (("stage", stage), ("toolchain", toolchain))
+
+    registers = {
+        "x": (("validator", "x-lint", None, facts("lint", "x")),
+              ("validator", "x-sim", None, facts("simulate", "x")),
+              ("validator", "x-factory", None, None)),
+        "y": (("validator", "y-sim", None, facts("simulate", "y")),
+              ("validator", "y-factory", None, None)),
+    }
+    return [KnownPlugin(role, module, hooks=frozenset({"register_validators"}),
+                        registers=registers[role] if records else None)
+            for role, module in names.items()]
+
+
+def _staged_imported(names: dict[str, str]) -> set[str]:
+    return {role for role, module in names.items() if module in sys.modules}
+
+
+def test_recorded_registrations_answer_declared_without_importing(
+        staged: dict[str, str]) -> None:
+    lazy = PluginHost(known=_recorded(staged))
+    answer = lazy.declared("validator")
+    assert _staged_imported(staged) == set()
+    assert answer == {"x-lint": {"stage": "lint", "toolchain": "x"},
+                      "x-sim": {"stage": "simulate", "toolchain": "x"},
+                      "y-sim": {"stage": "simulate", "toolchain": "y"}}  # factories left out
+    eager = PluginHost(known=_recorded(staged, records=False))  # imports to answer
+    assert eager.declared("validator") == answer
+    assert _staged_imported(staged) == {"x", "y"}
+
+
+def test_get_imports_only_the_plugin_that_recorded_the_name(staged: dict[str, str]) -> None:
+    host = PluginHost(known=_recorded(staged))
+    assert host.get("validator", "y-sim").toolchain == "y"
+    assert _staged_imported(staged) == {"y"}
+    assert host.create("validator", "y-sim").name == "y-sim"
+    assert host.declared("validator")["y-sim"] == {"stage": "simulate", "toolchain": "y"}
+    assert _staged_imported(staged) == {"y"}  # an imported plugin answers from its classes
+    with pytest.raises(PluginError, match="did you mean 'x-sim'"):
+        host.get("validator", "x-simm")  # unknown: every plugin of the kind, as before
+    assert _staged_imported(staged) == {"x", "y"}
+
+
+def test_a_name_an_in_process_plugin_also_registers_is_answered_by_importing(
+        staged: dict[str, str]) -> None:
+    """The entry point comes first in discovery order and keeps the name, as when every
+    plugin is imported: a record that would hide the clash is not trusted."""
+    from rtlforge import hookimpl
+    from rtlforge.core.interfaces import Validator
+
+    class Local:
+        @hookimpl
+        def register_validators(self, register):  # type: ignore[no-untyped-def]
+            register(type("Other", (Validator,), {"name": "y-sim", "stage": "lint",
+                                                  "toolchain": "local",
+                                                  "validate": lambda self, ctx: None}))
+
+    host = PluginHost(known=_recorded(staged), plugins=[("local", Local())])
+    assert host.declared("validator")["y-sim"] == {"stage": "simulate", "toolchain": "y"}
+    assert _staged_imported(staged) == {"x", "y"}
+
+
+def test_a_pipeline_imports_only_the_validators_it_selects(staged: dict[str, str]) -> None:
+    from rtlforge.validate.pipeline import Pipeline
+
+    pipeline = Pipeline.build(PluginHost(known=_recorded(staged)), simulator="x")
+    assert [v.name for v in pipeline.validators] == ["x-lint", "x-sim"]
+    assert _staged_imported(staged) == {"x"}
+    with pytest.raises(ValueError, match=r"simulator must be one of \['x'\]"):
+        Pipeline.build(PluginHost(known=_recorded(staged)), simulator="y")  # y has no lint
