@@ -296,13 +296,17 @@ class PluginHost:
             if opened:
                 self._settle_batch()
 
+    def _kind_users(self, kind: str) -> list[KnownPlugin]:
+        """The deferred plugins that declare ``kind`` or register into it."""
+        hooks = {h for p in self._deferred.values() for k, h in p.kinds if k == kind}
+        hooks |= {self._kinds[kind].hook} if kind in self._kinds else set()
+        return [p for p in self._deferred.values()
+                if hooks & {*(p.hooks or ()), *(h for _, h in p.kinds)}]
+
     def _load_kind(self, kind: str) -> None:
         """Import the deferred plugins that declare ``kind`` or register into it."""
         with self._loading:
-            hooks = {h for p in self._deferred.values() for k, h in p.kinds if k == kind}
-            hooks |= {self._kinds[kind].hook} if kind in self._kinds else set()
-            self.load([n for n, p in self._deferred.items()
-                       if hooks & {*(p.hooks or ()), *(h for _, h in p.kinds)}])
+            self.load([p.name for p in self._kind_users(kind)])
 
     def add_plugin(self, plugin: object, *, name: str, _info: PluginInfo | None = None) -> bool:
         """Register an in-process plugin (a module or object with hookimpls).
@@ -513,47 +517,33 @@ class PluginHost:
             if recorded is None:  # a plugin to import first: everything as before
                 self._check_kind(kind)
                 recorded = {}
-            facts = self._kinds[kind].facts if kind in self._kinds else ()
-            interface = self._kinds[kind].interface if kind in self._kinds else None
-            found: dict[str, dict[str, str | None]] = {}
-            for name, reg in self._loaded_registry().get(kind, {}).items():
-                factory = reg.factory
-                if reg.alias_of is None and interface is not None and isinstance(
-                        factory, type) and issubclass(factory, interface):
-                    found[name] = {fact: getattr(factory, fact, None) for fact in facts}
-            for name, value in recorded.items():
-                if value is not None:
-                    found.setdefault(name, value)
+            spec = self._kinds[kind]
+            found = {name: {fact: getattr(reg.factory, fact, None) for fact in spec.facts}
+                     for name, reg in self._loaded_registry()[kind].items()
+                     if reg.alias_of is None and isinstance(reg.factory, type)
+                     and issubclass(reg.factory, spec.interface)}
+            found.update({name: facts for name, (_, facts) in recorded.items()
+                          if facts is not None})
             return dict(sorted(found.items()))
 
-    def _recorded(self, kind: str) -> dict[str, dict[str, str | None] | None] | None:
-        """What the plugins not imported yet register into ``kind``, as recorded (facts, or
-        None for a factory); None when one of them recorded nothing or a name would clash
-        with an imported plugin's (then they are imported, as ``names`` does)."""
-        hooks = {h for p in self._deferred.values() for k, h in p.kinds if k == kind}
-        hooks |= {self._kinds[kind].hook} if kind in self._kinds else set()
-        loaded = self._loaded_registry().get(kind, {})
-        out: dict[str, dict[str, str | None] | None] = {}
-        for plugin in self._deferred.values():
-            if not hooks & {*(plugin.hooks or ()), *(h for _, h in plugin.kinds)}:
-                continue
-            if plugin.registers is None or kind not in self._kinds:
+    def _recorded(self, kind: str) -> dict[str, tuple[str, dict[str, str | None] | None]] | None:
+        """What the plugins not imported yet register into ``kind`` (a known kind), as
+        recorded: name -> (plugin, facts; None for a factory or an alias). None when one of
+        them recorded nothing or a name would clash with an imported plugin's (then they are
+        imported, as ``names`` does)."""
+        loaded = self._loaded_registry()[kind]
+        out: dict[str, tuple[str, dict[str, str | None] | None]] = {}
+        for plugin in self._kind_users(kind):
+            if plugin.registers is None:
                 return None
             for reg_kind, name, alias_of, facts in plugin.registers:
                 if reg_kind != kind:
                     continue
                 if name in loaded or name in out:
                     return None
-                out[name] = dict(facts) if facts is not None and alias_of is None else None
+                out[name] = (plugin.name, dict(facts) if facts is not None and alias_of is None
+                             else None)
         return out
-
-    def _owner(self, kind: str, name: str) -> str | None:
-        """The plugin not imported yet that recorded registering ``name`` into ``kind``."""
-        for plugin in self._deferred.values():
-            if plugin.registers is not None and any(
-                    k == kind and n == name for k, n, _, _ in plugin.registers):
-                return plugin.name
-        return None
 
     def get(self, kind: str, name: str) -> Callable[..., Any]:
         """The registered class/factory, or a PluginError that lists what is available.
@@ -561,11 +551,11 @@ class PluginHost:
         Where the manifest recorded which plugin registers ``name``, only that plugin (and
         those whose hook specifications it needs) is imported."""
         with self._loading:
-            if kind in self._kinds and self._recorded(kind) is not None:
-                owner = self._owner(kind, name)
-                if owner is not None:
-                    self.load([owner])
-                found = self._loaded_registry().get(kind, {}).get(name)
+            recorded = self._recorded(kind) if kind in self._kinds else None
+            if recorded is not None:
+                if name in recorded:
+                    self.load([recorded[name][0]])
+                found = self._loaded_registry()[kind].get(name)
                 if found is not None:
                     return found.factory
         self._check_kind(kind)
