@@ -155,16 +155,17 @@ def find_tool(tool: ToolSpec | str) -> ToolInfo:
         raise ToolMissingError(name, spec.hint)
     version = None
     if spec.version_args is not None:
-        output = toolversions.recall(path, spec.version_args)
-        if output is None:
+        version_args = spec.version_args
+
+        def ask() -> str | None:
             try:
-                proc = subprocess.run([path, *spec.version_args], capture_output=True,
-                                      text=True, timeout=10, stdin=subprocess.DEVNULL,
-                                      check=False)
-                output = (proc.stdout or proc.stderr)[:toolversions.MAX_OUTPUT]
-                toolversions.remember(path, spec.version_args, output)
+                proc = subprocess.run([path, *version_args], capture_output=True, text=True,
+                                      timeout=10, stdin=subprocess.DEVNULL, check=False)
             except (OSError, subprocess.TimeoutExpired):
-                output = None
+                return None
+            return proc.stdout or proc.stderr
+
+        output = toolversions.output(path, version_args, ask)
         version = spec.parse_version(output) if output is not None else None
     info = ToolInfo(name=name, version=version, path=path)
     if os.sep not in name:

@@ -21,7 +21,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rtlforge.core.cachedir import cache_dir
@@ -71,26 +71,26 @@ def _entries(path: str) -> dict[str, str]:
             if isinstance(k, str) and isinstance(v, str) and len(v) <= MAX_OUTPUT}
 
 
-def recall(executable: str, args: Sequence[str]) -> str | None:
-    """The output ``executable args`` gave before, if remembered for this very file."""
+def output(executable: str, args: Sequence[str], ask: Callable[[], str | None]) -> str | None:
+    """What ``executable args`` prints (cut at :data:`MAX_OUTPUT`): remembered for this very
+    file, else ``ask()`` (None: no answer, nothing kept) and kept. The file is written whole
+    and renamed into place, so concurrent processes never read a torn one (the last writer's
+    view wins)."""
     path = cache_file()
-    found = key(executable, args)
-    if path is None or found is None:
+    found = key(executable, args) if path is not None else None
+    entries = _entries(path) if path is not None and found is not None else {}
+    if found is not None and found in entries:
+        return entries[found]
+    answer = ask()
+    if answer is None:
         return None
-    return _entries(path).get(found)
+    answer = answer[:MAX_OUTPUT]
+    if path is not None and found is not None:
+        _write(path, {**(entries if len(entries) < MAX_ENTRIES else {}), found: answer})
+    return answer
 
 
-def remember(executable: str, args: Sequence[str], output: str) -> None:
-    """Keep ``output`` for ``executable args``: written whole and renamed into place, so
-    concurrent processes never read a torn file (the last writer's view wins)."""
-    path = cache_file()
-    found = key(executable, args)
-    if path is None or found is None:
-        return
-    entries = _entries(path)
-    if len(entries) >= MAX_ENTRIES:
-        entries = {}
-    entries[found] = output[:MAX_OUTPUT]
+def _write(path: str, entries: dict[str, str]) -> None:
     folder = os.path.dirname(path)
     tmp = None
     try:
