@@ -32,6 +32,8 @@ FORMAT = 1
 MAX_ENTRIES = 256
 #: A remembered output is cut here (a version is its first line or a pattern's match).
 MAX_OUTPUT = 4096
+#: A larger file is not read (it cannot be one this module wrote) and counts as empty.
+MAX_FILE = 2 * MAX_ENTRIES * (MAX_OUTPUT + 1024)
 
 
 def cache_file() -> str | None:
@@ -60,7 +62,8 @@ def key(executable: str, args: Sequence[str]) -> str | None:
 def _entries(path: str) -> dict[str, str]:
     try:
         with open(path, encoding="utf-8") as file:
-            data: Any = json.load(file)
+            text = file.read(MAX_FILE + 1)
+        data: Any = json.loads(text) if len(text) <= MAX_FILE else None
     except (OSError, ValueError):
         return {}
     entries = data.get("entries") if isinstance(data, dict) and data.get(

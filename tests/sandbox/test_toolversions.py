@@ -105,7 +105,8 @@ def test_with_the_cache_off_every_process_asks(asked: list[list[str]], tmp_path:
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"format": 1, "entries": [1, 2]}',
-                                     '{"format": 99, "entries": {}}'])
+                                     '{"format": 99, "entries": {}}',
+                                     " " * (toolversions.MAX_FILE + 1) + "{}"])
 def test_a_damaged_or_foreign_file_is_an_empty_cache_and_is_rewritten(
         asked: list[list[str]], tmp_path: Path, content: str) -> None:
     (tmp_path / "cache").mkdir()
